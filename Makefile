@@ -1,0 +1,42 @@
+# Thin wrapper over CMake/CTest.  `make run`: build and run the main job;
+# `make check`: build and run every test.
+BUILD    ?= build
+PREFIX   ?= /usr/local
+JOBS     ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build run check check-asan check-tsan install clean format
+
+all: build
+
+deps:
+	@sh scripts/deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j$(JOBS)
+
+run: build
+	$(BUILD)/tools/cpuhog tour
+
+# Tests hold CPUs at top priority: run them one at a time.
+check: build
+	ctest --test-dir $(BUILD) --output-on-failure -j1
+
+check-asan:
+	$(MAKE) check BUILD=build-asan CMAKE_FLAGS="-DCPUHOG_SANITIZE=address"
+
+check-tsan:
+	$(MAKE) check BUILD=build-tsan CMAKE_FLAGS="-DCPUHOG_SANITIZE=thread"
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+format:
+	clang-format -i include/*.h src/*.[ch] tools/*.[ch] tests/*.[ch] \
+		examples/*.c bench/*.[ch]
+
+clean:
+	rm -rf build build-asan build-tsan

@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cpuhog.h - monopolize CPUs from a Linux application.
+ *
+ * libcpuhog keeps one preallocated hog thread pinned to each CPU the
+ * process may use, at the highest real-time priority it can get, and runs
+ * callers' functions on them and nothing else.  It is the user-space
+ * counterpart of the kernel's cpu_stop (first posted as "cpuhog").
+ *
+ * Conventions of every call below:
+ *  - errors are negative errno values; a callback's own return value is
+ *    passed back unchanged (so a callback should not return -ENOENT & co.
+ *    if the caller must tell them apart);
+ *  - CPU numbers are the kernel's (sched_getcpu(), taskset -c);
+ *  - CPU sets follow glibc: @setsize as for sched_setaffinity(), so sets
+ *    from CPU_ALLOC() of any size work;
+ *  - "hog context" means inside a callback run by a hog.  Calls that wait
+ *    return -EDEADLK there: a hog cannot wait for itself.
+ *
+ * Callbacks must not sleep (no blocking locks, no I/O, no sleeping
+ * syscalls) and should be short: a hog at SCHED_FIFO 99 freezes its CPU
+ * for every other thread until it returns.  User space cannot disable
+ * preemption, so the library checks instead: see CPUHOG_STRICT below.
+ *
+ * What user space cannot give: hogs do not stop interrupts, softirqs or
+ * the kernel's own per-CPU stopper (which outranks SCHED_FIFO 99), and
+ * RT throttling (/proc/sys/kernel/sched_rt_runtime_us, 950 ms of every
+ * second by default) lets other threads run when a hog spins for longer.
+ */
+#ifndef CPUHOG_H
+#define CPUHOG_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* cpu_set_t, CPU_* macros */
+#endif
+#include <sched.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define CPUHOG_API __attribute__((visibility("default")))
+#else
+#define CPUHOG_API
+#endif
+
+#define CPUHOG_VERSION_MAJOR 0
+#define CPUHOG_VERSION_MINOR 1
+#define CPUHOG_VERSION_PATCH 0
+#define CPUHOG_VERSION_STRING "0.1.0"
+
+/* A function run by a hog.  Its return value is passed back to the caller. */
+typedef int (*cpuhog_fn_t)(void *arg);
+
+/*
+ * A work buffer for hog_one_cpu_nowait(), owned by the caller.  It must be
+ * zeroed before its first use (static storage, "= CPUHOG_WORK_INIT" or
+ * memset); after that it may be queued again once its work has finished.
+ * The contents are private.
+ */
+struct cpuhog_work {
+	union {
+		void *p[8];
+		uint64_t u[8];
+	} private_;
+};
+#define CPUHOG_WORK_INIT                                                       \
+	{                                                                      \
+		{                                                              \
+			{ 0 }                                                  \
+		}                                                              \
+	}
+
+/* Flags for cpuhog_attr.flags. */
+enum {
+	/* Abort the process when a callback sleeps (like the kernel's
+	 * "scheduling while atomic").  The environment variable
+	 * CPUHOG_STRICT=1 sets it too. */
+	CPUHOG_F_STRICT = 1u << 0,
+	/* Let stop_machine() and stop_two_cpus() run when the hogs could
+	 * not get real-time priority.  Their guarantee does not hold then:
+	 * other threads may run beside fn. */
+	CPUHOG_F_WEAK_STOP = 1u << 1,
+	/* Do not check callbacks for sleeping or overrunning (saves two
+	 * getrusage() calls per callback). */
+	CPUHOG_F_NO_CHECKS = 1u << 2,
+};
+
+/*
+ * Options for cpuhog_init().  Call cpuhog_attr_init() first, then change
+ * what you need: the structure may grow in later versions (the size field
+ * tells the library which version the caller was built against), and
+ * zero always means "the default".
+ */
+struct cpuhog_attr {
+	size_t size;        /* set by cpuhog_attr_init() */
+	unsigned int flags; /* CPUHOG_F_* */
+	/* SCHED_FIFO priority for the hogs; 0: sched_get_priority_max(). */
+	int priority;
+	/* Stack of each hog thread; 0: 64 KiB (more under sanitizers). */
+	size_t stack_size;
+	/* A callback running longer than this is reported; 0: 100 ms. */
+	uint64_t overrun_ns;
+	/* stop_machine()/stop_two_cpus() give up if the hogs have not all
+	 * arrived by then; 0: 200 ms. */
+	uint64_t stop_timeout_ns;
+	/* A caller waiting for a hog on another CPU spins this long before
+	 * it sleeps; 0: 50 us; CPUHOG_NO_SPIN: never spin. */
+	uint64_t spin_ns;
+	/* CPUs to put hogs on (bits beyond setsize are clear); NULL: every
+	 * CPU in the affinity mask of the thread that initialises. */
+	size_t cpus_setsize;
+	const cpu_set_t *cpus;
+	uint64_t reserved_[8];
+};
+#define CPUHOG_NO_SPIN UINT64_MAX
+
+/* What cpuhog_get_info() reports. */
+struct cpuhog_info {
+	unsigned int nr_cpu_ids; /* one more than the highest CPU number */
+	unsigned int nr_hogs;    /* CPUs that have a hog */
+	cpu_set_t cpus; /* CPUs below CPU_SETSIZE that have a hog; see
+			   cpuhog_get_cpus() for larger machines */
+	/* The weakest scheduling any hog obtained: policy SCHED_FIFO with
+	 * priority, or SCHED_OTHER with nice.  rt_errno says why real time
+	 * was refused (EPERM: no CAP_SYS_NICE and RLIMIT_RTPRIO 0), else 0. */
+	int policy;
+	int priority;
+	int nice;
+	int rt_errno;
+	unsigned int flags; /* CPUHOG_F_* in force */
+	/* Counters since cpuhog_init(), over all hogs.  Once the hogs are
+	 * idle: queued == run + refused. */
+	uint64_t queued;   /* works handed to a hog */
+	uint64_t run;      /* callbacks run */
+	uint64_t refused;  /* works failed without running (-ENOENT: the
+			      hog was off its CPU) */
+	uint64_t slept;    /* callbacks that blocked */
+	uint64_t overran;  /* callbacks longer than overrun_ns */
+	uint64_t migrated; /* callbacks that ended on another CPU than they
+			      began (the CPU went away under them) */
+	uint64_t stops;    /* stop_machine()/stop_two_cpus() that ran fn */
+	uint64_t stop_timeouts; /* ... that gave up (-ETIMEDOUT) */
+	uint64_t reserved_[8];
+};
+
+/*
+ * cpuhog_attr_init - fill @attr with the defaults.
+ * Context: any.
+ */
+CPUHOG_API void cpuhog_attr_init(struct cpuhog_attr *attr);
+
+/*
+ * cpuhog_init - create the hogs: one thread per CPU, pinned, at real-time
+ * priority where the process may have it.
+ * @attr: options, or NULL for the defaults.
+ *
+ * Optional: every call below initialises with the defaults if needed.
+ * Context: may sleep; not from hog context.
+ * Returns 0; -EALREADY if already initialised (nothing changes); -EINVAL
+ * for a bad @attr; -ENOENT if no CPU of the set can be hogged; -EDEADLK
+ * from hog context; -ENOMEM or -EAGAIN if threads cannot be created.
+ */
+CPUHOG_API int cpuhog_init(const struct cpuhog_attr *attr);
+
+/*
+ * cpuhog_shutdown - stop every hog and free the library's memory.
+ *
+ * Waits for calls in progress and for queued works, which still run.
+ * Calls that start meanwhile return -ESHUTDOWN; calls after it
+ * initialise again.
+ * Context: may sleep; does nothing from hog context.
+ */
+CPUHOG_API void cpuhog_shutdown(void);
+
+/*
+ * cpuhog_get_info - what the hogs obtained, and their counters.
+ * Context: may sleep (initialises if needed).
+ * Returns 0, -EINVAL for NULL, or an error of cpuhog_init().
+ */
+CPUHOG_API int cpuhog_get_info(struct cpuhog_info *info);
+
+/*
+ * cpuhog_get_cpus - the CPUs that have a hog, in a set of any size.
+ * Context: may sleep (initialises if needed).
+ * Returns the number of hogs; -EINVAL if @set is NULL or too small for
+ * nr_cpu_ids.
+ */
+CPUHOG_API int cpuhog_get_cpus(size_t setsize, cpu_set_t *set);
+
+/*
+ * hog_one_cpu - run fn(arg) on @cpu in full hog mode, and wait for it.
+ * Context: may sleep; not from hog context.
+ * Returns what fn returned; -EINVAL for NULL @fn; -ENOENT if @cpu has no
+ * hog or is not usable now (offline, outside the cpuset): fn did not run;
+ * -EDEADLK from hog context; -ESHUTDOWN during cpuhog_shutdown().
+ */
+CPUHOG_API int hog_one_cpu(unsigned int cpu, cpuhog_fn_t fn, void *arg);
+
+/*
+ * hog_one_cpu_nowait - queue fn(arg) on @cpu and return at once.
+ * @work_buf: zeroed before first use, not queued now; the caller keeps it
+ * alive until the work has finished (hog_work_wait()).
+ *
+ * Works queued to one CPU run in the order they were queued.
+ * Context: any thread, hog context included; does not sleep once the
+ * library is initialised.
+ * Returns true if queued; false, with nothing queued, for NULL @fn or
+ * @work_buf, a buffer still queued or running, a @cpu without a hog, or
+ * during cpuhog_shutdown().  A queued work on a CPU that went away
+ * finishes with -ENOENT without running.
+ */
+CPUHOG_API bool hog_one_cpu_nowait(unsigned int cpu, cpuhog_fn_t fn, void *arg,
+				   struct cpuhog_work *work_buf);
+
+/*
+ * hog_work_wait - wait for a work queued by hog_one_cpu_nowait().
+ * Context: may sleep; not from hog context.  Several threads may wait.
+ * Returns what fn returned (again on each call, until the buffer is
+ * queued anew); -ENOENT if the work did not run; -EINVAL for a buffer
+ * never queued; -EDEADLK from hog context.
+ */
+CPUHOG_API int hog_work_wait(struct cpuhog_work *work_buf);
+
+/*
+ * hog_work_done - whether hog_work_wait() would return at once.
+ * Context: any.
+ */
+CPUHOG_API bool hog_work_done(const struct cpuhog_work *work_buf);
+
+/*
+ * hog_cpus - run fn(arg) on every CPU of @cpus that has a hog, and wait.
+ *
+ * All works are queued before any is waited for; the callbacks do not
+ * wait for one another (see stop_machine() for that).  CPUs without a hog
+ * are skipped.  Serialized with every other multi-CPU call.
+ * Context: may sleep; not from hog context.
+ * Returns 0 if every callback returned 0, else one of their non-zero
+ * values; -ENOENT if fn ran nowhere (an empty set too); -EINVAL for NULL
+ * @cpus or @fn; -EDEADLK from hog context.
+ */
+CPUHOG_API int hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
+			void *arg);
+
+/*
+ * try_hog_cpus - hog_cpus(), unless another multi-CPU call is in progress.
+ * Returns as hog_cpus(), or -EAGAIN at once with nothing queued.
+ */
+CPUHOG_API int try_hog_cpus(size_t setsize, const cpu_set_t *cpus,
+			    cpuhog_fn_t fn, void *arg);
+
+/*
+ * stop_machine - run fn(data) while every hogged CPU is held.
+ * @cpus: the CPUs fn runs on (each must have a hog); NULL: exactly one.
+ *
+ * Every hog enters one rendezvous; fn runs on @cpus while the other hogs
+ * spin with signals blocked, and none leaves before fn has returned
+ * everywhere.  While fn runs, no other thread of the process, nor any
+ * thread of the system below the hogs' priority, runs on a hogged CPU
+ * (interrupts and the kernel still do).  Each hog serializes its core
+ * before it leaves, so code that fn rewrote is safe to run afterwards.
+ * No setup, no allocation, no thread creation on its path.  If the hogs
+ * have not all arrived within cpuhog_attr.stop_timeout_ns, it releases
+ * every CPU and returns -ETIMEDOUT with fn run nowhere.
+ * Serialized with every other multi-CPU call.
+ * Context: may sleep; not from hog context.  fn must not sleep.
+ * Returns 0 or a non-zero value fn returned; -EINVAL for NULL @fn;
+ * -ENOENT if a CPU of @cpus has no hog, is offline, or @cpus is empty
+ * (fn ran nowhere); -ETIMEDOUT (fn ran nowhere); -EPERM if the hogs lack
+ * real-time priority and CPUHOG_F_WEAK_STOP is not set; -EDEADLK from
+ * hog context.
+ */
+CPUHOG_API int stop_machine(cpuhog_fn_t fn, void *data, size_t setsize,
+			    const cpu_set_t *cpus);
+
+/*
+ * stop_two_cpus - stop_machine() on two CPUs: fn(arg) runs on @cpu1 while
+ * @cpu2 spins in the same rendezvous.
+ * Context and returns as stop_machine(); -EINVAL if the CPUs are equal,
+ * -ENOENT if either has no hog.
+ */
+CPUHOG_API int stop_two_cpus(unsigned int cpu1, unsigned int cpu2,
+			     cpuhog_fn_t fn, void *arg);
+
+/*
+ * hog_synchronize - force every hogged CPU through the scheduler.
+ *
+ * Returns once each hogged CPU has run its hog since the call began (the
+ * caller's own CPU counts at once: the caller runs there).  Every thread
+ * that was running on those CPUs has been switched out meanwhile, which
+ * is a full memory barrier between the caller and each of them: the
+ * expedited grace period of the kernel, and what
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) gives.  Threads on CPUs
+ * without a hog are not covered.  Works without real-time priority.
+ * Context: may sleep; not from hog context.
+ * Returns 0; -EDEADLK from hog context.
+ */
+CPUHOG_API int hog_synchronize(void);
+
+/*
+ * hog_migrate - move thread @tid to @cpu, the way the kernel's migration
+ * thread did: a hog displaces it from the CPU it runs on, and sets its
+ * affinity while it cannot run.
+ * @tid: a thread id (gettid()); 0: the calling thread.
+ *
+ * On return 0, @tid's affinity is {cpu}, it runs nowhere else, and it
+ * next runs on @cpu.
+ * Context: may sleep; not from hog context.
+ * Returns 0; -ESRCH for no such thread; -ENOENT if @cpu has no hog;
+ * -EINVAL if @tid is a hog; -EPERM where the kernel refuses; -EDEADLK
+ * from hog context.
+ */
+CPUHOG_API int hog_migrate(pid_t tid, unsigned int cpu);
+
+/* Convenience: the library's version, "MAJOR.MINOR.PATCH". */
+CPUHOG_API const char *cpuhog_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CPUHOG_H */

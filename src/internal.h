@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to libcpuhog.  The path of a call:
+ *   header -> ctx_get() -> queue_work() onto one hog's list -> hog_main()
+ *   runs it -> work_finish() publishes the result -> the caller's wait.
+ */
+#ifndef CPUHOG_INTERNAL_H
+#define CPUHOG_INTERNAL_H
+
+#include "cpuhog.h"
+
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#define HIDDEN __attribute__((visibility("hidden")))
+#define CACHELINE 64
+
+/* Work states; the state word is also a futex. */
+enum {
+	W_IDLE = 0,   /* zeroed buffer, never queued */
+	W_QUEUED = 1, /* on a hog's list or running */
+	W_DONE = 2,   /* finished: ret and ran are valid */
+	W_STATE = 0xff,
+	W_WAITER = 0x100, /* someone sleeps on the word: wake on DONE */
+};
+
+struct group;
+
+/* The private layout of struct cpuhog_work. */
+struct work {
+	struct work *next; /* the list link, set before each push */
+	cpuhog_fn_t fn;
+	void *arg;
+	struct group *group; /* multi-CPU calls: where arrival is counted */
+	uint32_t gen;        /* multi-CPU calls: the call's generation */
+	int ret;
+	_Atomic uint32_t state;
+	uint32_t ran; /* 1 if fn ran */
+	uint32_t cpu;
+	uint32_t internal; /* 1: a library callback: exempt from checks, and
+			      run even off its CPU (it reads off_cpu) */
+};
+_Static_assert(sizeof(struct work) <= sizeof(struct cpuhog_work),
+	       "struct work must fit in struct cpuhog_work");
+_Static_assert(alignof(struct work) <= alignof(struct cpuhog_work),
+	       "struct work must align like struct cpuhog_work");
+
+/*
+ * The completion of one multi-CPU call.  Lives in the context, not in the
+ * caller's frame, because a stop that gave up leaves works behind on a
+ * CPU that is still held: when that hog gets to them at last it must find
+ * only library memory, and the stale generation tells it not to count.
+ */
+struct group {
+	_Atomic uint64_t word; /* gen << 32 | works still pending */
+	_Atomic uint32_t seq;  /* futex: +2 on each wake-worthy event; bit 0
+				  set while the caller sleeps */
+};
+
+struct hog {
+	/* Written by every producer. */
+	alignas(CACHELINE) _Atomic(struct work *) head;
+	_Atomic uint32_t sleeping; /* futex: 1 while the hog sleeps */
+	_Atomic uint64_t queued;
+
+	/* Written by the hog only; the counters are read by get_info. */
+	alignas(CACHELINE) unsigned int cpu;
+	_Atomic bool stop;
+	bool off_cpu; /* the current batch cannot run on cpu */
+	_Atomic uint32_t started; /* futex: 0 until the hog is set up */
+	pid_t tid;
+	pthread_t thread;
+	struct ctx *ctx;
+	int policy, priority, nice, rt_errno;
+	_Atomic uint64_t run, refused, slept, overran, migrated;
+	size_t masksize;
+	cpu_set_t *mask; /* scratch for the affinity check */
+
+	/* The work of multi-CPU calls, one at a time (serialized). */
+	struct work slot;
+};
+
+struct stop_state; /* stop_machine.c */
+
+struct ctx {
+	unsigned int nr_cpu_ids;
+	unsigned int nr_hogs;
+	struct hog **by_cpu; /* nr_cpu_ids entries; NULL: no hog */
+	struct hog *hogs;    /* nr_hogs entries */
+	unsigned int flags;
+	int want_priority;
+	size_t stack_size;
+	uint64_t overrun_ns, stop_timeout_ns, spin_ns;
+	bool rt_ok; /* every hog runs SCHED_FIFO */
+
+	/* Multi-CPU calls. */
+	pthread_mutex_t multi_lock;
+	uint32_t multi_gen; /* under multi_lock */
+	struct group group;
+	struct hog **msel; /* nr_hogs entries, under multi_lock */
+	struct stop_state *stop;
+	_Atomic uint64_t stops, stop_timeouts;
+
+	/* Reported callbacks (once per function and kind). */
+	_Atomic(uintptr_t) reported[64];
+	struct ctx *orphan_next; /* contexts left behind by fork() */
+};
+
+/* hog.c */
+HIDDEN extern _Thread_local struct hog *cpuhog_self;
+HIDDEN struct ctx *ctx_get(int *err);
+HIDDEN void ctx_put(void);
+HIDDEN struct hog *hog_of(struct ctx *c, unsigned int cpu);
+HIDDEN void queue_work(struct hog *h, struct work *w);
+HIDDEN int work_wait(struct work *w, bool may_spin, uint64_t spin_ns);
+HIDDEN int slot_wait_free(struct work *slot, uint64_t deadline);
+
+/* multi.c */
+HIDDEN unsigned int multi_select(struct ctx *c, size_t setsize,
+				 const cpu_set_t *cpus);
+HIDDEN int64_t multi_reserve(struct ctx *c, unsigned int n,
+			     uint64_t deadline);
+HIDDEN void multi_push(struct ctx *c, unsigned int n, uint32_t gen,
+		       cpuhog_fn_t fn, void *arg, bool internal);
+HIDDEN int multi_wait(struct ctx *c, uint64_t deadline,
+		      int (*poll)(struct ctx *c, bool timed_out));
+HIDDEN int multi_result(struct ctx *c, unsigned int n, bool *ran_any);
+HIDDEN void group_kick(struct group *g);
+HIDDEN int multi_lock(struct ctx *c, bool try);
+
+/* stop_machine.c */
+HIDDEN struct stop_state *stop_state_alloc(unsigned int nr_cpu_ids);
+HIDDEN void stop_state_free(struct stop_state *st);
+
+/* report.c */
+HIDDEN void check_begin(struct hog *h, struct work *w, long *nvcsw,
+			uint64_t *t0);
+HIDDEN void check_end(struct hog *h, struct work *w, long nvcsw, uint64_t t0,
+		      int cpu_before);
+
+/* platform.c */
+HIDDEN uint64_t now_ns(void);
+HIDDEN int futex_wait(_Atomic uint32_t *addr, uint32_t val,
+		      uint64_t deadline_ns);
+HIDDEN void futex_wake(_Atomic uint32_t *addr, int n);
+HIDDEN unsigned int possible_cpus(void);
+HIDDEN int thread_affinity(size_t setsize, cpu_set_t *set);
+HIDDEN bool pinned_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu);
+HIDDEN int pin_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu);
+HIDDEN void obtain_priority(struct hog *h, int want);
+HIDDEN void serialize_core(void);
+HIDDEN long thread_nvcsw(void);
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#else
+	atomic_signal_fence(memory_order_seq_cst);
+#endif
+}
+
+#define NO_DEADLINE UINT64_MAX
+
+#endif

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Multi-CPU calls: hog_cpus(), try_hog_cpus(), and the machinery that
+ * stop_machine() and stop_two_cpus() share with them.
+ *
+ * One multi-CPU call at a time (multi_lock, held for the whole call).
+ * That alone rules out the deadlock the kernel fixed twice: two calls
+ * queued in opposite orders on two CPUs, each rendezvous waiting for a
+ * hog stuck behind the other.  It also lets each hog keep one
+ * preallocated work (its slot) for these calls, so none of them
+ * allocates.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <limits.h>
+
+int multi_lock(struct ctx *c, bool try)
+{
+	int r = try ? pthread_mutex_trylock(&c->multi_lock)
+		    : pthread_mutex_lock(&c->multi_lock);
+
+	if (r == EBUSY)
+		return -EAGAIN;
+	return -r;
+}
+
+/* The hogs of @cpus, in CPU order, into c->msel. */
+unsigned int multi_select(struct ctx *c, size_t setsize, const cpu_set_t *cpus)
+{
+	size_t bits = setsize * 8;
+	unsigned int cpu, n = 0;
+
+	for (cpu = 0; cpu < c->nr_cpu_ids && cpu < bits; cpu++)
+		if (CPU_ISSET_S(cpu, setsize, cpus) && c->by_cpu[cpu])
+			c->msel[n++] = c->by_cpu[cpu];
+	return n;
+}
+
+/*
+ * Reserve the slots of the @n selected hogs for a new call.  A slot can
+ * still be queued from a stop that gave up on a held CPU: wait for it
+ * until @deadline (-ETIMEDOUT, nothing reserved).  Returns the call's
+ * generation.
+ */
+int64_t multi_reserve(struct ctx *c, unsigned int n, uint64_t deadline)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (slot_wait_free(&c->msel[i]->slot, deadline) < 0)
+			return -ETIMEDOUT;
+	return ++c->multi_gen;
+}
+
+/* Queue fn(arg) on the @n selected hogs, under generation @gen. */
+void multi_push(struct ctx *c, unsigned int n, uint32_t gen, cpuhog_fn_t fn,
+		void *arg, bool internal)
+{
+	unsigned int i;
+
+	/* relaxed: the pushes below release it to the hogs; stale hogs
+	 * only compare it in a CAS */
+	atomic_store_explicit(&c->group.word, (uint64_t)gen << 32 | n,
+			      memory_order_relaxed);
+	for (i = 0; i < n; i++) {
+		struct work *w = &c->msel[i]->slot;
+
+		w->fn = fn;
+		w->arg = arg;
+		w->group = &c->group;
+		w->gen = gen;
+		w->cpu = c->msel[i]->cpu;
+		w->internal = internal;
+		/* relaxed: published by queue_work()'s seq_cst push */
+		atomic_store_explicit(&w->state, W_QUEUED,
+				      memory_order_relaxed);
+		queue_work(c->msel[i], w);
+	}
+}
+
+static uint32_t pending(struct ctx *c)
+{
+	/* acquire: the results of the works counted so far */
+	return (uint32_t)atomic_load_explicit(&c->group.word,
+					      memory_order_acquire);
+}
+
+/* Wake the caller of the current multi-CPU call, if it sleeps. */
+void group_kick(struct group *g)
+{
+	uint32_t s = atomic_load_explicit(&g->seq, memory_order_relaxed);
+
+	/* release: the event (count at zero, a stop abandoned) before the
+	 * caller's acquire of seq; clearing bit 0 takes the sleeper */
+	while (!atomic_compare_exchange_weak_explicit(&g->seq, &s,
+						      (s + 2) & ~1u,
+						      memory_order_release,
+						      memory_order_relaxed))
+		;
+	if (s & 1)
+		futex_wake(&g->seq, INT_MAX);
+}
+
+/* Spin only while our own CPU's hog has nothing left to do for us. */
+static bool spin_ok(struct ctx *c)
+{
+	int cpu = sched_getcpu();
+	struct hog *h = cpu >= 0 ? hog_of(c, (unsigned int)cpu) : NULL;
+
+	return !h || (atomic_load_explicit(&h->slot.state,
+					   memory_order_relaxed) &
+		      W_STATE) != W_QUEUED;
+}
+
+static void multi_spin(struct ctx *c)
+{
+	uint64_t end = now_ns() + c->spin_ns;
+	unsigned int k = 0;
+
+	while (pending(c) && spin_ok(c)) {
+		cpu_relax();
+		if ((++k & 31) == 0 && now_ns() > end)
+			return;
+	}
+}
+
+/*
+ * Wait until every work of the current call has finished.  @poll, if
+ * given, is asked on every wake-up and at @deadline (timed_out), and ends
+ * the wait early by returning an error.
+ */
+int multi_wait(struct ctx *c, uint64_t deadline,
+	       int (*poll)(struct ctx *c, bool timed_out))
+{
+	struct group *g = &c->group;
+	bool timed_out = false;
+	uint32_t s;
+	int r;
+
+	if (c->spin_ns && !poll)
+		multi_spin(c);
+	for (;;) {
+		/* acquire: pairs with group_kick()'s release */
+		s = atomic_load_explicit(&g->seq, memory_order_acquire);
+		if (!pending(c))
+			return 0;
+		if (poll && (r = poll(c, timed_out)) < 0)
+			return r;
+		if (timed_out)
+			deadline = NO_DEADLINE; /* poll chose to go on */
+		if (!(s & 1)) {
+			/* acquire on failure: re-read the event it carries */
+			if (!atomic_compare_exchange_weak_explicit(
+				    &g->seq, &s, s | 1, memory_order_acquire,
+				    memory_order_acquire))
+				continue;
+			s |= 1;
+		}
+		timed_out = futex_wait(&g->seq, s, deadline) == -ETIMEDOUT;
+	}
+}
+
+/* 0 or a callback's non-zero value; *ran_any: some callback ran. */
+int multi_result(struct ctx *c, unsigned int n, bool *ran_any)
+{
+	unsigned int i;
+	int r = 0;
+
+	*ran_any = false;
+	for (i = 0; i < n; i++) {
+		struct work *w = &c->msel[i]->slot;
+
+		if (!w->ran)
+			continue;
+		*ran_any = true;
+		if (!r)
+			r = w->ret;
+	}
+	return r;
+}
+
+static int do_hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
+		       void *arg, bool try)
+{
+	struct ctx *c;
+	unsigned int n;
+	int64_t gen;
+	bool ran;
+	int r;
+
+	if (!cpus || !fn)
+		return -EINVAL;
+	if (cpuhog_self)
+		return -EDEADLK;
+	c = ctx_get(&r);
+	if (!c)
+		return r;
+	r = multi_lock(c, try);
+	if (r < 0) {
+		ctx_put();
+		return r;
+	}
+	n = multi_select(c, setsize, cpus);
+	gen = n ? multi_reserve(c, n, try ? 0 : NO_DEADLINE) : -ENOENT;
+	r = gen == -ETIMEDOUT ? -EAGAIN /* try: a slot held by a stop */
+	    : gen < 0	      ? (int)gen
+			      : 0;
+	if (r == 0) {
+		multi_push(c, n, (uint32_t)gen, fn, arg, false);
+		multi_wait(c, NO_DEADLINE, NULL);
+		r = multi_result(c, n, &ran);
+		if (!ran)
+			r = -ENOENT;
+	}
+	pthread_mutex_unlock(&c->multi_lock);
+	ctx_put();
+	return r;
+}
+
+int hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn, void *arg)
+{
+	return do_hog_cpus(setsize, cpus, fn, arg, false);
+}
+
+int try_hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
+		 void *arg)
+{
+	return do_hog_cpus(setsize, cpus, fn, arg, true);
+}

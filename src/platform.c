@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Platform bits: futexes, the clock, CPU sets and affinity, scheduling
+ * policy, and the core-serializing instruction.  Linux and glibc only.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Sleep while *addr == val, until woken or (if not NO_DEADLINE) until the
+ * CLOCK_MONOTONIC deadline.  Returns 0 or -ETIMEDOUT; a wake-up may be
+ * spurious, so callers re-check their condition.
+ */
+int futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t deadline_ns)
+{
+	struct timespec ts, *tsp = NULL;
+	long r;
+
+	if (deadline_ns != NO_DEADLINE) {
+		ts.tv_sec = (time_t)(deadline_ns / 1000000000u);
+		ts.tv_nsec = (long)(deadline_ns % 1000000000u);
+		tsp = &ts;
+	}
+	/* BITSET takes an absolute CLOCK_MONOTONIC deadline. */
+	r = syscall(SYS_futex, addr, FUTEX_WAIT_BITSET_PRIVATE, val, tsp, NULL,
+		    FUTEX_BITSET_MATCH_ANY);
+	if (r < 0 && errno == ETIMEDOUT)
+		return -ETIMEDOUT;
+	return 0;
+}
+
+/*
+ * The address may belong to a work whose owner has already seen it done
+ * and reused the memory: a private futex wake on such an address is at
+ * worst a spurious wake-up for whoever sleeps there, which every waiter
+ * tolerates.
+ */
+void futex_wake(_Atomic uint32_t *addr, int n)
+{
+	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+/* One more than the highest CPU number the kernel may ever bring up. */
+unsigned int possible_cpus(void)
+{
+	unsigned int lo, hi, best = 0;
+	char buf[4096], *p;
+	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
+	long conf;
+
+	if (f) {
+		if (fgets(buf, sizeof(buf), f)) {
+			for (p = strtok(buf, ","); p; p = strtok(NULL, ",")) {
+				int k = sscanf(p, "%u-%u", &lo, &hi);
+
+				if (k == 1)
+					hi = lo;
+				if (k >= 1 && hi + 1 > best)
+					best = hi + 1;
+			}
+		}
+		fclose(f);
+	}
+	conf = sysconf(_SC_NPROCESSORS_CONF);
+	if (conf > 0 && (unsigned long)conf > best)
+		best = (unsigned int)conf;
+	return best ? best : 1;
+}
+
+/* The calling thread's affinity; -errno on failure. */
+int thread_affinity(size_t setsize, cpu_set_t *set)
+{
+	CPU_ZERO_S(setsize, set);
+	if (sched_getaffinity(0, setsize, set) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Whether the calling thread may run on @cpu alone and runs there now. */
+bool pinned_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu)
+{
+	if (sched_getcpu() != (int)cpu)
+		return false;
+	if (thread_affinity(setsize, scratch) < 0)
+		return false;
+	return CPU_COUNT_S(setsize, scratch) == 1 &&
+	       CPU_ISSET_S(cpu, setsize, scratch);
+}
+
+/*
+ * Pin the calling thread to @cpu.  The kernel moves the thread there
+ * before sched_setaffinity() returns; it fails (EINVAL) when @cpu is
+ * offline or outside the cpuset.
+ */
+int pin_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu)
+{
+	CPU_ZERO_S(setsize, scratch);
+	CPU_SET_S(cpu, setsize, scratch);
+	if (sched_setaffinity(0, setsize, scratch) < 0)
+		return -errno;
+	return sched_getcpu() == (int)cpu ? 0 : -EAGAIN;
+}
+
+/*
+ * Give the calling hog the best scheduling the process may have:
+ * SCHED_FIFO at @want, else at RLIMIT_RTPRIO, else SCHED_OTHER at the
+ * lowest nice allowed.  Records what it got and why RT was refused.
+ */
+void obtain_priority(struct hog *h, int want)
+{
+	struct sched_param sp = { .sched_priority = want };
+	struct rlimit rl;
+	int nice_floor = 0;
+
+	h->rt_errno = 0;
+	if (sched_setscheduler(0, SCHED_FIFO, &sp) == 0)
+		goto done;
+	h->rt_errno = errno;
+	if (getrlimit(RLIMIT_RTPRIO, &rl) == 0 && rl.rlim_cur > 0) {
+		sp.sched_priority = rl.rlim_cur < (rlim_t)want ? (int)rl.rlim_cur
+							       : want;
+		if (sched_setscheduler(0, SCHED_FIFO, &sp) == 0)
+			goto done;
+	}
+	sp.sched_priority = 0;
+	sched_setscheduler(0, SCHED_OTHER, &sp);
+	/* RLIMIT_NICE allows nice down to 20 - rlim_cur. */
+	if (getrlimit(RLIMIT_NICE, &rl) == 0 && rl.rlim_cur > 0)
+		nice_floor = 20 - (int)(rl.rlim_cur > 40 ? 40 : rl.rlim_cur);
+	if (setpriority(PRIO_PROCESS, (id_t)h->tid, -20) < 0 && nice_floor < 0)
+		setpriority(PRIO_PROCESS, (id_t)h->tid, nice_floor);
+done:
+	h->policy = sched_getscheduler(0);
+	h->priority = 0;
+	if (sched_getparam(0, &sp) == 0)
+		h->priority = sp.sched_priority;
+	errno = 0;
+	h->nice = getpriority(PRIO_PROCESS, (id_t)h->tid);
+	if (h->policy == SCHED_FIFO || h->policy == SCHED_RR)
+		h->rt_errno = 0;
+}
+
+/* Voluntary context switches of the calling thread so far. */
+long thread_nvcsw(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_THREAD, &ru) < 0)
+		return 0;
+	return ru.ru_nvcsw;
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+static int has_serialize(void)
+{
+	static _Atomic int cached = -1; /* relaxed: any thread may compute it */
+	int v = atomic_load_explicit(&cached, memory_order_relaxed);
+	unsigned int a, b, c, d;
+
+	if (v < 0) {
+		v = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 14));
+		atomic_store_explicit(&cached, v, memory_order_relaxed);
+	}
+	return v;
+}
+#endif
+
+/*
+ * Make the instruction stream coherent with earlier stores on this CPU:
+ * code rewritten by a stop_machine() callback is safe to run afterwards.
+ */
+void serialize_core(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	if (has_serialize()) {
+		__asm__ __volatile__(".byte 0x0f, 0x01, 0xe8" ::: "memory");
+	} else {
+		unsigned int a, b, c, d;
+
+		__cpuid(0, a, b, c, d);
+		(void)a, (void)b, (void)c, (void)d;
+	}
+#elif defined(__aarch64__)
+	__asm__ __volatile__("isb" ::: "memory");
+#else
+	atomic_thread_fence(memory_order_seq_cst);
+#endif
+}

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The scheduler's users of the hogs: hog_synchronize(), the expedited
+ * barrier (every CPU forced through the scheduler), and hog_migrate(),
+ * the migration thread replaced by a single-CPU hog.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int nothing(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+int hog_synchronize(void)
+{
+	unsigned int i, n = 0;
+	struct ctx *c;
+	int64_t gen;
+	int me, r;
+
+	if (cpuhog_self)
+		return -EDEADLK;
+	c = ctx_get(&r);
+	if (!c)
+		return r;
+	multi_lock(c, false);
+	/*
+	 * Our own CPU needs no hog: we run there, so whatever ran there
+	 * before has been switched out, and the fence orders us.
+	 */
+	me = sched_getcpu();
+	atomic_thread_fence(memory_order_seq_cst);
+	for (i = 0; i < c->nr_hogs; i++)
+		if ((int)c->hogs[i].cpu != me)
+			c->msel[n++] = &c->hogs[i];
+	gen = n ? multi_reserve(c, n, NO_DEADLINE) : -1;
+	if (gen >= 0) {
+		/* Internal: a hog off its CPU counts too; that CPU went
+		 * offline and runs none of our threads. */
+		multi_push(c, n, (uint32_t)gen, nothing, NULL, true);
+		multi_wait(c, NO_DEADLINE, NULL);
+	}
+	/* acquire side of the barrier: pairs with each hog's release */
+	atomic_thread_fence(memory_order_seq_cst);
+	pthread_mutex_unlock(&c->multi_lock);
+	ctx_put();
+	return 0;
+}
+
+/* The CPU @tid last ran on (field 39 of /proc/self/task/TID/stat). */
+static int last_cpu(pid_t tid)
+{
+	char path[64], buf[1024], *p;
+	int cpu = -1, field;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "re");
+	if (!f) {
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)tid);
+		f = fopen(path, "re");
+	}
+	if (!f)
+		return -1;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')'))) {
+		/* fields after the command name, which may hold spaces */
+		for (field = 3, p = strtok(p + 1, " "); p;
+		     p = strtok(NULL, " "), field++)
+			if (field == 39) {
+				cpu = atoi(p);
+				break;
+			}
+	}
+	fclose(f);
+	return cpu;
+}
+
+struct migration {
+	pid_t tid;
+	size_t setsize;
+	cpu_set_t *set;
+};
+
+/* Runs in the hog of the CPU @tid was on: @tid cannot run there now. */
+static int migrate_cpu(void *arg)
+{
+	struct migration *m = arg;
+
+	if (cpuhog_self && cpuhog_self->off_cpu)
+		return 1; /* that CPU went away: the caller moves it */
+	return sched_setaffinity(m->tid, m->setsize, m->set) < 0 ? -errno : 0;
+}
+
+static bool is_hog(struct ctx *c, pid_t tid)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->nr_hogs; i++)
+		if (c->hogs[i].tid == tid)
+			return true;
+	return false;
+}
+
+/* Whether a hog can preempt @tid at all: not if it is RT at our level. */
+static bool displaceable(struct ctx *c, pid_t tid)
+{
+	struct sched_param sp;
+	int pol = sched_getscheduler(tid);
+
+	if (pol != SCHED_FIFO && pol != SCHED_RR)
+		return true;
+	/* an RT thread at or above the hogs' level would not yield */
+	return c->rt_ok && sched_getparam(tid, &sp) == 0 &&
+	       sp.sched_priority < c->want_priority;
+}
+
+static int do_migrate(struct ctx *c, struct migration *m, unsigned int cpu)
+{
+	struct work w = { .fn = migrate_cpu, .arg = m, .internal = 1 };
+	int src = last_cpu(m->tid);
+	struct hog *h = src >= 0 ? hog_of(c, (unsigned int)src) : NULL;
+	int r;
+
+	CPU_ZERO_S(m->setsize, m->set);
+	CPU_SET_S(cpu, m->setsize, m->set);
+	if (!h || !displaceable(c, m->tid))
+		return migrate_cpu(m); /* the kernel's stopper moves it */
+	w.cpu = h->cpu;
+	atomic_init(&w.state, W_QUEUED);
+	queue_work(h, &w);
+	r = work_wait(&w, false, 0);
+	return r == 1 ? migrate_cpu(m) : r;
+}
+
+int hog_migrate(pid_t tid, unsigned int cpu)
+{
+	struct migration m;
+	struct ctx *c;
+	int r;
+
+	if (cpuhog_self)
+		return -EDEADLK;
+	if (tid < 0)
+		return -ESRCH;
+	c = ctx_get(&r);
+	if (!c)
+		return r;
+	m.tid = tid ? tid : gettid();
+	m.setsize = CPU_ALLOC_SIZE(c->nr_cpu_ids);
+	m.set = CPU_ALLOC(c->nr_cpu_ids);
+	if (!m.set)
+		r = -ENOMEM;
+	else if (!hog_of(c, cpu))
+		r = -ENOENT;
+	else if (sched_getaffinity(m.tid, m.setsize, m.set) < 0)
+		r = -errno;
+	else if (is_hog(c, m.tid))
+		r = -EINVAL;
+	else
+		r = do_migrate(c, &m, cpu);
+	CPU_FREE(m.set);
+	ctx_put();
+	return r;
+}
