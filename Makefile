@@ -25,10 +25,15 @@ run: build
 check: build
 	ctest --test-dir $(BUILD) --output-on-failure -j1
 
+# The same tests under ASan+UBSan and under TSan.  Children forked from a
+# process with hogs start threads (the library again): TSan must allow it.
 check-asan:
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	$(MAKE) check BUILD=build-asan CMAKE_FLAGS="-DCPUHOG_SANITIZE=address"
 
 check-tsan:
+	TSAN_OPTIONS=die_after_fork=0:halt_on_error=1:second_deadlock_stack=1 \
 	$(MAKE) check BUILD=build-tsan CMAKE_FLAGS="-DCPUHOG_SANITIZE=thread"
 
 install: build

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared by the tests.  Each test case runs in its own process under
+ * CTest (the case name is argv[1], a cmocka filter), with a timeout: a
+ * bug here can wedge a CPU, and one case must not take the others down.
+ *
+ * Every hog a test runs is kept well under 100 ms: these machines have
+ * two CPUs, and a SCHED_FIFO 99 spinner freezes one.
+ */
+#ifndef CPUHOG_TEST_HARNESS_H
+#define CPUHOG_TEST_HARNESS_H
+
+#include <cpuhog.h>
+
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#define MS 1000000ull
+
+/* TSan cannot start threads in a child forked from a threaded process. */
+#if defined(__SANITIZE_THREAD__)
+#define T_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define T_TSAN 1
+#endif
+#endif
+#ifndef T_TSAN
+#define T_TSAN 0
+#endif
+
+static inline uint64_t t_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Spin (bounded) until *flag is non-zero; returns whether it became so. */
+static inline bool t_spin_until(_Atomic int *flag, uint64_t max_ns)
+{
+	uint64_t end = t_now() + max_ns;
+
+	while (!atomic_load(flag))
+		if (t_now() > end)
+			return false;
+	return true;
+}
+
+static inline void t_sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* The CPUs that have hogs, and how many. */
+static inline int t_hog_cpus(cpu_set_t *set)
+{
+	struct cpuhog_info in;
+
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	*set = in.cpus;
+	return (int)in.nr_hogs;
+}
+
+/* The n-th hogged CPU (wrapping). */
+static inline unsigned int t_nth_cpu(int n)
+{
+	cpu_set_t set;
+	int count = t_hog_cpus(&set), i, seen = 0;
+
+	n %= count;
+	for (i = 0; i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, &set) && seen++ == n)
+			return (unsigned int)i;
+	fail();
+	return 0;
+}
+
+/* Whether this process may use SCHED_FIFO (root, CAP_SYS_NICE, rlimit). */
+static inline bool t_can_rt(void)
+{
+	struct cpuhog_info in;
+
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	return in.policy == SCHED_FIFO;
+}
+
+/* Run @fn in a child process; returns its wait status. */
+static inline int t_in_child(void (*fn)(void *), void *arg)
+{
+	int status = 0;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(30); /* a hung child must not outlive the test */
+		fn(arg);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+/* Read a whole small file into @buf (NUL-terminated); returns its length. */
+static inline size_t t_slurp(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = 0;
+
+	if (f) {
+		n = fread(buf, 1, size - 1, f);
+		fclose(f);
+	}
+	buf[n] = 0;
+	return n;
+}
+
+static inline int t_main(const struct CMUnitTest *tests, size_t n, int argc,
+			 char **argv)
+{
+	size_t i;
+
+	if (argc > 1) {
+		/* a name that matches no case is a broken CTest entry */
+		for (i = 0; i < n && strcmp(tests[i].name, argv[1]); i++)
+			;
+		if (i == n) {
+			fprintf(stderr, "no test case named '%s'\n", argv[1]);
+			return 2;
+		}
+		cmocka_set_test_filter(argv[1]);
+	}
+	return _cmocka_run_group_tests("cpuhog", tests, n, NULL, NULL);
+}
+
+#define T_MAIN(tests)                                                         \
+	int main(int argc, char **argv)                                        \
+	{                                                                      \
+		return t_main(tests, sizeof(tests) / sizeof(tests[0]), argc,   \
+			      argv);                                           \
+	}
+
+#endif

@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests: the semantics of each hog_* call, one by one. */
+#include "harness.h"
+
+#include <limits.h>
+#include <pthread.h>
+
+static int where(void *arg)
+{
+	(void)arg;
+	return sched_getcpu();
+}
+
+static int plus_cpu(void *arg)
+{
+	return *(int *)arg + sched_getcpu();
+}
+
+/* hog_one_cpu runs fn on the CPU asked for and passes its value back. */
+static void one_cpu_runs_there(void **state)
+{
+	cpu_set_t set;
+	int cpu, base = 1000;
+
+	(void)state;
+	t_hog_cpus(&set);
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &set))
+			continue;
+		assert_int_equal(hog_one_cpu((unsigned int)cpu, where, NULL),
+				 cpu);
+		assert_int_equal(hog_one_cpu((unsigned int)cpu, plus_cpu, &base),
+				 base + cpu);
+	}
+}
+
+static int negative(void *arg)
+{
+	(void)arg;
+	return -ENOEXEC;
+}
+
+static int call_one_cpu(void *arg)
+{
+	(void)arg;
+	return hog_one_cpu(0, where, NULL);
+}
+
+static void one_cpu_errors(void **state)
+{
+	unsigned int cpu = t_nth_cpu(0);
+
+	(void)state;
+	assert_int_equal(hog_one_cpu(cpu, NULL, NULL), -EINVAL);
+	assert_int_equal(hog_one_cpu(99999, where, NULL), -ENOENT);
+	assert_int_equal(hog_one_cpu(UINT_MAX, where, NULL), -ENOENT);
+	/* a callback's own negative value passes back unchanged */
+	assert_int_equal(hog_one_cpu(cpu, negative, NULL), -ENOEXEC);
+	/* from inside a hog: it would wait on itself */
+	assert_int_equal(hog_one_cpu(cpu, call_one_cpu, NULL), -EDEADLK);
+}
+
+/* A callback that holds its hog until released (bounded: 50 ms). */
+static _Atomic int inside, release_;
+static int hold(void *arg)
+{
+	(void)arg;
+	atomic_store(&inside, 1);
+	return t_spin_until(&release_, 50 * MS) ? 7 : -ETIMEDOUT;
+}
+
+static void nowait_runs_and_waits(void **state)
+{
+	struct cpuhog_work w = CPUHOG_WORK_INIT;
+	unsigned int cpu = t_nth_cpu(1);
+
+	(void)state;
+	assert_false(hog_work_done(&w));
+	assert_true(hog_one_cpu_nowait(cpu, where, NULL, &w));
+	assert_int_equal(hog_work_wait(&w), (int)cpu);
+	assert_true(hog_work_done(&w));
+	/* waiting again gives the same result */
+	assert_int_equal(hog_work_wait(&w), (int)cpu);
+	/* a finished buffer may be queued again */
+	assert_true(hog_one_cpu_nowait(cpu, negative, NULL, &w));
+	assert_int_equal(hog_work_wait(&w), -ENOEXEC);
+}
+
+static void nowait_refuses(void **state)
+{
+	struct cpuhog_work w = CPUHOG_WORK_INIT, junk;
+	unsigned int cpu = t_nth_cpu(1);
+
+	(void)state;
+	assert_false(hog_one_cpu_nowait(cpu, NULL, NULL, &w));
+	assert_false(hog_one_cpu_nowait(cpu, where, NULL, NULL));
+	assert_false(hog_one_cpu_nowait(99999, where, NULL, &w));
+	assert_int_equal(hog_work_wait(&w), -EINVAL); /* never queued */
+	memset(&junk, 0xa5, sizeof(junk));
+	assert_false(hog_one_cpu_nowait(cpu, where, NULL, &junk));
+	assert_int_equal(hog_work_wait(&junk), -EINVAL);
+	assert_int_equal(hog_work_wait(NULL), -EINVAL);
+
+	/* a buffer queued or running cannot be queued again */
+	atomic_store(&inside, 0);
+	atomic_store(&release_, 0);
+	assert_true(hog_one_cpu_nowait(cpu, hold, NULL, &w));
+	assert_true(t_spin_until(&inside, 5000 * MS));
+	assert_false(hog_one_cpu_nowait(cpu, where, NULL, &w));
+	assert_false(hog_work_done(&w));
+	atomic_store(&release_, 1);
+	assert_int_equal(hog_work_wait(&w), 7);
+}
+
+/* Works queued to one CPU run in the order queued. */
+#define NORDER 64
+static int order_log[NORDER], order_n;
+static int log_index(void *arg)
+{
+	/* one hog runs these, one at a time: no race */
+	order_log[order_n++] = (int)(intptr_t)arg;
+	return 0;
+}
+
+static void nowait_in_order(void **state)
+{
+	struct cpuhog_work w[NORDER];
+	unsigned int cpu = t_nth_cpu(1);
+	int i;
+
+	(void)state;
+	memset(w, 0, sizeof(w));
+	order_n = 0;
+	for (i = 0; i < NORDER; i++)
+		assert_true(hog_one_cpu_nowait(cpu, log_index,
+					       (void *)(intptr_t)i, &w[i]));
+	for (i = NORDER - 1; i >= 0; i--)
+		assert_int_equal(hog_work_wait(&w[i]), 0);
+	assert_int_equal(order_n, NORDER);
+	for (i = 0; i < NORDER; i++)
+		assert_int_equal(order_log[i], i);
+}
+
+/* From a callback: nowait is allowed, waiting is not. */
+static struct cpuhog_work inner;
+static int queue_from_hog(void *arg)
+{
+	struct cpuhog_work *outer = arg;
+
+	if (hog_work_wait(outer) != -EDEADLK)
+		return -1;
+	return hog_one_cpu_nowait(t_nth_cpu(0), where, NULL, &inner) ? 0 : -2;
+}
+
+static void nowait_from_callback(void **state)
+{
+	struct cpuhog_work outer = CPUHOG_WORK_INIT;
+
+	(void)state;
+	memset(&inner, 0, sizeof(inner));
+	assert_true(hog_one_cpu_nowait(t_nth_cpu(1), queue_from_hog, &outer,
+				       &outer));
+	assert_int_equal(hog_work_wait(&outer), 0);
+	assert_int_equal(hog_work_wait(&inner), (int)t_nth_cpu(0));
+}
+
+/* hog_cpus: once on every CPU of the set, each on its own CPU. */
+static _Atomic int ran_on[CPU_SETSIZE];
+static int count_here(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&ran_on[sched_getcpu()], 1);
+	return 0;
+}
+
+static void cpus_runs_everywhere(void **state)
+{
+	cpu_set_t set;
+	int i;
+
+	(void)state;
+	t_hog_cpus(&set);
+	memset(ran_on, 0, sizeof(ran_on));
+	assert_int_equal(hog_cpus(sizeof(set), &set, count_here, NULL), 0);
+	for (i = 0; i < CPU_SETSIZE; i++)
+		assert_int_equal(atomic_load(&ran_on[i]),
+				 CPU_ISSET(i, &set) ? 1 : 0);
+}
+
+/* A set far larger than CPU_SETSIZE: CPUs without a hog are skipped. */
+static void cpus_large_set(void **state)
+{
+	size_t sz = CPU_ALLOC_SIZE(8192);
+	cpu_set_t *big = CPU_ALLOC(8192), set;
+	int i, n = t_hog_cpus(&set), total = 0;
+
+	(void)state;
+	memset(big, 0xff, sz);
+	memset(ran_on, 0, sizeof(ran_on));
+	assert_int_equal(hog_cpus(sz, big, count_here, NULL), 0);
+	for (i = 0; i < CPU_SETSIZE; i++)
+		total += atomic_load(&ran_on[i]);
+	assert_int_equal(total, n);
+	/* only CPUs that do not exist: fn ran nowhere */
+	CPU_ZERO_S(sz, big);
+	CPU_SET_S(8000, sz, big);
+	assert_int_equal(hog_cpus(sz, big, count_here, NULL), -ENOENT);
+	CPU_FREE(big);
+}
+
+static int nonzero_on_last(void *arg)
+{
+	return sched_getcpu() == *(int *)arg ? 42 : 0;
+}
+
+static void cpus_results(void **state)
+{
+	cpu_set_t set, empty;
+	int n = t_hog_cpus(&set), last = (int)t_nth_cpu(n - 1);
+
+	(void)state;
+	CPU_ZERO(&empty);
+	assert_int_equal(hog_cpus(sizeof(set), &set, nonzero_on_last, &last),
+			 42);
+	assert_int_equal(hog_cpus(sizeof(set), NULL, where, NULL), -EINVAL);
+	assert_int_equal(hog_cpus(sizeof(set), &set, NULL, NULL), -EINVAL);
+	assert_int_equal(hog_cpus(sizeof(empty), &empty, where, NULL), -ENOENT);
+	assert_int_equal(try_hog_cpus(sizeof(empty), &empty, where, NULL),
+			 -ENOENT);
+}
+
+/*
+ * All works are queued before any is waited for: each callback waits
+ * (bounded) for all of them to have started.  Queueing one CPU at a time
+ * and waiting for each would make the first one time out.
+ */
+static _Atomic int arrived;
+static int all_arrive(void *arg)
+{
+	int n = *(int *)arg;
+	uint64_t end = t_now() + 50 * MS;
+
+	atomic_fetch_add(&arrived, 1);
+	while (atomic_load(&arrived) < n)
+		if (t_now() > end)
+			return -ETIMEDOUT;
+	return 0;
+}
+
+static void cpus_queued_before_waiting(void **state)
+{
+	cpu_set_t set;
+	int n = t_hog_cpus(&set);
+
+	(void)state;
+	atomic_store(&arrived, 0);
+	assert_int_equal(hog_cpus(sizeof(set), &set, all_arrive, &n), 0);
+	assert_int_equal(atomic_load(&arrived), n);
+}
+
+static int call_cpus(void *arg)
+{
+	cpu_set_t *set = arg;
+	int a = hog_cpus(sizeof(*set), set, where, NULL);
+	int b = try_hog_cpus(sizeof(*set), set, where, NULL);
+
+	return a == -EDEADLK && b == -EDEADLK ? 0 : -1;
+}
+
+static void cpus_from_callback(void **state)
+{
+	cpu_set_t set;
+
+	(void)state;
+	t_hog_cpus(&set);
+	assert_int_equal(hog_one_cpu(t_nth_cpu(0), call_cpus, &set), 0);
+}
+
+/* try_hog_cpus: -EAGAIN at once, nothing queued, while another runs. */
+static _Atomic int try_ran;
+static int count_try(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&try_ran, 1);
+	return 0;
+}
+
+static void *hold_cpus(void *arg)
+{
+	unsigned int cpu = *(unsigned int *)arg;
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	return (void *)(intptr_t)hog_cpus(sizeof(one), &one, hold, NULL);
+}
+
+static void try_cpus_busy(void **state)
+{
+	unsigned int cpu = t_nth_cpu(1);
+	cpu_set_t set;
+	pthread_t th;
+	void *ret;
+
+	(void)state;
+	t_hog_cpus(&set);
+	atomic_store(&inside, 0);
+	atomic_store(&release_, 0);
+	atomic_store(&try_ran, 0);
+	assert_int_equal(pthread_create(&th, NULL, hold_cpus, &cpu), 0);
+	assert_true(t_spin_until(&inside, 5000 * MS));
+	assert_int_equal(try_hog_cpus(sizeof(set), &set, count_try, NULL),
+			 -EAGAIN);
+	atomic_store(&release_, 1);
+	pthread_join(th, &ret);
+	assert_int_equal((int)(intptr_t)ret, 7);
+	assert_int_equal(atomic_load(&try_ran), 0);
+	/* and once it is over, try succeeds */
+	assert_int_equal(try_hog_cpus(sizeof(set), &set, count_try, NULL), 0);
+	assert_int_equal(atomic_load(&try_ran), t_hog_cpus(&set));
+}
+
+/* Hogs block every signal: signals go to the application's threads. */
+static int signals_blocked(void *arg)
+{
+	sigset_t cur;
+
+	(void)arg;
+	pthread_sigmask(SIG_BLOCK, NULL, &cur);
+	return sigismember(&cur, SIGINT) && sigismember(&cur, SIGTERM) &&
+			       sigismember(&cur, SIGUSR1) &&
+			       sigismember(&cur, SIGALRM) &&
+			       sigismember(&cur, SIGRTMIN)
+		       ? 0
+		       : -1;
+}
+
+static void hogs_block_signals(void **state)
+{
+	cpu_set_t set;
+
+	(void)state;
+	t_hog_cpus(&set);
+	assert_int_equal(hog_cpus(sizeof(set), &set, signals_blocked, NULL), 0);
+}
+
+T_MAIN(((const struct CMUnitTest[]){
+	cmocka_unit_test(one_cpu_runs_there),
+	cmocka_unit_test(one_cpu_errors),
+	cmocka_unit_test(nowait_runs_and_waits),
+	cmocka_unit_test(nowait_refuses),
+	cmocka_unit_test(nowait_in_order),
+	cmocka_unit_test(nowait_from_callback),
+	cmocka_unit_test(cpus_runs_everywhere),
+	cmocka_unit_test(cpus_large_set),
+	cmocka_unit_test(cpus_results),
+	cmocka_unit_test(cpus_queued_before_waiting),
+	cmocka_unit_test(cpus_from_callback),
+	cmocka_unit_test(try_cpus_busy),
+	cmocka_unit_test(hogs_block_signals),
+}))

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests: callbacks that break the rules are caught.  A callback
+ * that sleeps is reported (once, naming it and its CPU) and counted, and
+ * strict mode aborts; one that runs too long is reported and counted.
+ */
+#include "harness.h"
+
+#include <fcntl.h>
+
+/* Not static: dladdr() names exported symbols (-rdynamic). */
+int sleepy_callback(void *arg);
+int sleepy_callback(void *arg)
+{
+	(void)arg;
+	usleep(2000); /* a voluntary context switch */
+	return 5;
+}
+
+int long_callback(void *arg);
+int long_callback(void *arg)
+{
+	uint64_t end = t_now() + 5 * MS;
+
+	(void)arg;
+	while (t_now() < end)
+		;
+	return 6;
+}
+
+static int quick(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+struct child_io {
+	char path[64];
+	void (*body)(void);
+};
+
+/* Run @body in a child with stderr in a file; returns the wait status. */
+static int run_capturing(void (*body)(void), char *out, size_t size)
+{
+	struct child_io io = { .body = body };
+	int fd, status;
+	pid_t pid;
+
+	snprintf(io.path, sizeof(io.path), "/tmp/cpuhog-test-%d.err", getpid());
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		fd = open(io.path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fd, 2);
+		alarm(20);
+		io.body();
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	t_slurp(io.path, out, size);
+	unlink(io.path);
+	return status;
+}
+
+static void sleep_three_times(void)
+{
+	struct cpuhog_info in;
+	unsigned int cpu = t_nth_cpu(1);
+	int i;
+
+	for (i = 0; i < 3; i++)
+		if (hog_one_cpu(cpu, sleepy_callback, NULL) != 5)
+			_exit(3);
+	if (hog_one_cpu(cpu, quick, NULL) != 0)
+		_exit(4);
+	cpuhog_get_info(&in);
+	/* counted every time, the quick one not at all */
+	_exit(in.slept == 3 && in.overran == 0 ? 0 : 5);
+}
+
+static void sleeping_is_reported(void **state)
+{
+	char out[4096], want[64];
+	int status = run_capturing(sleep_three_times, out, sizeof(out));
+	char *first;
+
+	(void)state;
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	first = strstr(out, "sleepy_callback");
+	assert_non_null(first);
+	snprintf(want, sizeof(want), "on CPU %u slept", t_nth_cpu(1));
+	assert_non_null(strstr(out, want));
+	/* reported once per callback, not once per call */
+	assert_null(strstr(first + 1, "sleepy_callback"));
+}
+
+static void strict_sleep(void)
+{
+	hog_one_cpu(t_nth_cpu(1), sleepy_callback, NULL);
+	_exit(0); /* must not get here */
+}
+
+/* CPUHOG_STRICT=1: the process aborts, like "scheduling while atomic". */
+static void strict_mode_aborts(void **state)
+{
+	char out[4096];
+	int status;
+
+	(void)state;
+	setenv("CPUHOG_STRICT", "1", 1);
+	status = run_capturing(strict_sleep, out, sizeof(out));
+	unsetenv("CPUHOG_STRICT");
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGABRT);
+	assert_non_null(strstr(out, "sleepy_callback"));
+	assert_non_null(strstr(out, "strict"));
+}
+
+static void strict_flag(void)
+{
+	struct cpuhog_attr a;
+
+	cpuhog_attr_init(&a);
+	a.flags = CPUHOG_F_STRICT;
+	if (cpuhog_init(&a) != 0)
+		_exit(3);
+	hog_one_cpu(t_nth_cpu(0), sleepy_callback, NULL);
+	_exit(0);
+}
+
+static void strict_flag_aborts(void **state)
+{
+	char out[4096];
+	int status = run_capturing(strict_flag, out, sizeof(out));
+
+	(void)state;
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGABRT);
+}
+
+static void overrun_once(void)
+{
+	struct cpuhog_attr a;
+	struct cpuhog_info in;
+
+	cpuhog_attr_init(&a);
+	a.overrun_ns = 1 * MS;
+	if (cpuhog_init(&a) != 0)
+		_exit(3);
+	if (hog_one_cpu(t_nth_cpu(1), long_callback, NULL) != 6 ||
+	    hog_one_cpu(t_nth_cpu(1), quick, NULL) != 0)
+		_exit(4);
+	cpuhog_get_info(&in);
+	_exit(in.overran == 1 && in.slept == 0 ? 0 : 5);
+}
+
+static void overrun_is_reported(void **state)
+{
+	char out[4096];
+	int status = run_capturing(overrun_once, out, sizeof(out));
+
+	(void)state;
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_non_null(strstr(out, "long_callback"));
+	assert_non_null(strstr(out, "threshold 1.0 ms"));
+}
+
+static void no_checks(void)
+{
+	struct cpuhog_attr a;
+	struct cpuhog_info in;
+
+	cpuhog_attr_init(&a);
+	a.flags = CPUHOG_F_NO_CHECKS;
+	if (cpuhog_init(&a) != 0)
+		_exit(3);
+	if (hog_one_cpu(t_nth_cpu(1), sleepy_callback, NULL) != 5)
+		_exit(4);
+	cpuhog_get_info(&in);
+	_exit(in.slept == 0 ? 0 : 5);
+}
+
+static void checks_can_be_disabled(void **state)
+{
+	char out[4096];
+	int status = run_capturing(no_checks, out, sizeof(out));
+
+	(void)state;
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_null(strstr(out, "sleepy_callback"));
+}
+
+T_MAIN(((const struct CMUnitTest[]){
+	cmocka_unit_test(sleeping_is_reported),
+	cmocka_unit_test(strict_mode_aborts),
+	cmocka_unit_test(strict_flag_aborts),
+	cmocka_unit_test(overrun_is_reported),
+	cmocka_unit_test(checks_can_be_disabled),
+}))

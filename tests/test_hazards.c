@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Regression tests: the hazards a real implementation must survive.
+ *  - a caller on the very CPU it hogs, at the hogs' own SCHED_FIFO
+ *    priority (a hog or a caller that spun for the other would hang);
+ *  - many threads calling everything at once: exact counts;
+ *  - shutdown racing with calls;
+ *  - a CPU that leaves the cpuset and comes back.
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <sys/stat.h>
+
+static int where(void *arg)
+{
+	(void)arg;
+	return sched_getcpu();
+}
+
+static int nothing(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static void pin_self(unsigned int cpu)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+}
+
+/* A SCHED_FIFO 99 caller pinned to @cpu uses every call on every CPU. */
+static void *fifo_caller(void *arg)
+{
+	unsigned int cpu = *(unsigned int *)arg, other = t_nth_cpu(1);
+	struct sched_param sp = {
+		.sched_priority = sched_get_priority_max(SCHED_FIFO)
+	};
+	struct cpuhog_work w = CPUHOG_WORK_INIT;
+	cpu_set_t set;
+	intptr_t bad = 0;
+	int i;
+
+	t_hog_cpus(&set);
+	pin_self(cpu);
+	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
+		return (void *)-1;
+	if (other == cpu)
+		other = t_nth_cpu(0);
+	for (i = 0; i < 300; i++) {
+		bad += hog_one_cpu(cpu, where, NULL) != (int)cpu;
+		bad += hog_one_cpu(other, where, NULL) != (int)other;
+		bad += !hog_one_cpu_nowait(cpu, where, NULL, &w);
+		bad += hog_work_wait(&w) != (int)cpu;
+		bad += hog_cpus(sizeof(set), &set, nothing, NULL) != 0;
+		bad += hog_synchronize() != 0;
+		bad += stop_machine(nothing, NULL, 0, NULL) != 0;
+	}
+	return (void *)bad;
+}
+
+static void same_cpu_top_priority_caller(void **state)
+{
+	cpu_set_t set;
+	int n = t_hog_cpus(&set), i;
+
+	(void)state;
+	if (!t_can_rt())
+		skip();
+	for (i = 0; i < n; i++) {
+		unsigned int cpu = t_nth_cpu(i);
+		pthread_t th;
+		void *bad;
+
+		assert_int_equal(pthread_create(&th, NULL, fifo_caller, &cpu),
+				 0);
+		pthread_join(th, &bad);
+		assert_int_equal((intptr_t)bad, 0);
+	}
+}
+
+/* ---- many threads, every call, exact counts ---- */
+
+#define NTHREADS 4
+static _Atomic long fn_runs;
+static _Atomic int stress_stop;
+
+static int counted(void *arg)
+{
+	atomic_fetch_add(&fn_runs, 1);
+	return (int)(intptr_t)arg;
+}
+
+struct tally {
+	unsigned int seed;
+	long expect; /* callbacks this thread caused */
+	long bad;
+};
+
+static void stress_round(struct tally *t, const cpu_set_t *set, int n)
+{
+	struct cpuhog_work w[4];
+	unsigned int cpu = t_nth_cpu((int)(rand_r(&t->seed) % (unsigned)n));
+	int k, r;
+
+	switch (rand_r(&t->seed) % 4) {
+	case 0:
+		t->bad += hog_one_cpu(cpu, counted, (void *)7) != 7;
+		t->expect++;
+		break;
+	case 1:
+		memset(w, 0, sizeof(w));
+		for (k = 0; k < 4; k++)
+			t->bad += !hog_one_cpu_nowait(
+				t_nth_cpu(k % n), counted,
+				(void *)(intptr_t)k, &w[k]);
+		for (k = 0; k < 4; k++)
+			t->bad += hog_work_wait(&w[k]) != k;
+		t->expect += 4;
+		break;
+	case 2:
+		t->bad += hog_cpus(sizeof(*set), set, counted, 0) != 0;
+		t->expect += n;
+		break;
+	default:
+		r = try_hog_cpus(sizeof(*set), set, counted, 0);
+		t->bad += r != 0 && r != -EAGAIN;
+		t->expect += r == 0 ? n : 0;
+		break;
+	}
+}
+
+static void *stresser(void *arg)
+{
+	struct tally *t = arg;
+	cpu_set_t set;
+	int n = t_hog_cpus(&set);
+
+	while (!atomic_load(&stress_stop))
+		stress_round(t, &set, n);
+	return NULL;
+}
+
+static void many_threads_exact_counts(void **state)
+{
+	struct tally t[NTHREADS];
+	pthread_t th[NTHREADS];
+	struct cpuhog_info before, after;
+	long expect = 0;
+	int i;
+
+	(void)state;
+	assert_int_equal(cpuhog_get_info(&before), 0);
+	for (i = 0; i < NTHREADS; i++) {
+		t[i] = (struct tally){ .seed = (unsigned int)i + 1 };
+		assert_int_equal(pthread_create(&th[i], NULL, stresser, &t[i]),
+				 0);
+	}
+	t_sleep_ms(1500);
+	atomic_store(&stress_stop, 1);
+	for (i = 0; i < NTHREADS; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(t[i].bad, 0);
+		expect += t[i].expect;
+	}
+	assert_true(expect > 0);
+	assert_int_equal(atomic_load(&fn_runs), expect); /* none lost, none twice */
+	assert_int_equal(cpuhog_get_info(&after), 0);
+	assert_int_equal(after.queued - before.queued, expect);
+	assert_int_equal(after.run - before.run, expect);
+	assert_int_equal(after.refused, 0);
+}
+
+/* ---- shutdown racing with calls ---- */
+
+static _Atomic long race_ok, race_refused, race_ran;
+static int ran_here(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&race_ran, 1);
+	return sched_getcpu();
+}
+
+static void *racer(void *arg)
+{
+	unsigned int cpu = *(unsigned int *)arg;
+	struct cpuhog_work w = CPUHOG_WORK_INIT;
+
+	while (!atomic_load(&stress_stop)) {
+		int r = hog_one_cpu(cpu, ran_here, NULL);
+
+		if (r == (int)cpu)
+			atomic_fetch_add(&race_ok, 1);
+		else if (r == -ESHUTDOWN)
+			atomic_fetch_add(&race_refused, 1);
+		else
+			abort();
+		if (hog_one_cpu_nowait(cpu, ran_here, NULL, &w)) {
+			if (hog_work_wait(&w) != (int)cpu)
+				abort();
+			atomic_fetch_add(&race_ok, 1);
+		}
+	}
+	return NULL;
+}
+
+static void shutdown_racing_calls(void **state)
+{
+	unsigned int cpus[2] = { t_nth_cpu(0), t_nth_cpu(1) };
+	pthread_t th[2];
+	int i;
+
+	(void)state;
+	atomic_store(&stress_stop, 0);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, racer, &cpus[i]),
+				 0);
+	for (i = 0; i < 40; i++) {
+		t_sleep_ms(5);
+		cpuhog_shutdown();
+	}
+	atomic_store(&stress_stop, 1);
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	/* every success ran its callback once, on the CPU asked for */
+	assert_int_equal(atomic_load(&race_ok), atomic_load(&race_ran));
+	assert_true(atomic_load(&race_ok) > 0);
+}
+
+/* ---- a CPU leaves the cpuset, then comes back ---- */
+
+static char cg[256];
+
+static bool write_file(const char *dir, const char *file, const char *val)
+{
+	char path[512];
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "w");
+	if (!f)
+		return false;
+	ok = fputs(val, f) >= 0;
+	return fclose(f) == 0 && ok;
+}
+
+/* Move every thread of this process into @dir (cgroup v1 "tasks"). */
+static bool move_threads(const char *dir)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	bool ok = d != NULL;
+
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.')
+			ok = write_file(dir, "tasks", e->d_name) && ok;
+	if (d)
+		closedir(d);
+	return ok;
+}
+
+static void cpuset_child(void *arg)
+{
+	unsigned int cpu = 1;
+
+	(void)arg;
+	if (hog_one_cpu(cpu, where, NULL) != (int)cpu)
+		_exit(3);
+	if (!write_file(cg, "cpuset.cpus", "0") || !move_threads(cg))
+		_exit(4);
+	/* the kernel broke the hog's affinity: its work is refused */
+	if (hog_one_cpu(cpu, where, NULL) != -ENOENT)
+		_exit(5);
+	if (!write_file(cg, "cpuset.cpus", "0-1"))
+		_exit(6);
+	/* the CPU is back: the hog pins itself again and is usable */
+	if (hog_one_cpu(cpu, where, NULL) != (int)cpu)
+		_exit(7);
+	_exit(0);
+}
+
+static void cpu_leaves_cpuset_and_returns(void **state)
+{
+	const char *root = "/sys/fs/cgroup/cpuset";
+	char mems[64];
+	struct stat st;
+	cpu_set_t mine;
+	int status;
+
+	(void)state;
+	/* the parent stays without hogs, so that the child starts afresh */
+	sched_getaffinity(0, sizeof(mine), &mine);
+	if (getuid() != 0 || stat(root, &st) != 0 || !CPU_ISSET(0, &mine) ||
+	    !CPU_ISSET(1, &mine))
+		skip(); /* needs root, cgroup v1 cpuset, CPUs 0 and 1 */
+	snprintf(cg, sizeof(cg), "%s/cpuhog-test-%d", root, getpid());
+	assert_int_equal(mkdir(cg, 0755), 0);
+	snprintf(mems, sizeof(mems), "%s/cpuset.mems", root);
+	t_slurp(mems, mems, sizeof(mems));
+	assert_true(write_file(cg, "cpuset.mems", mems));
+	assert_true(write_file(cg, "cpuset.cpus", "0-1"));
+	status = t_in_child(cpuset_child, NULL);
+	rmdir(cg); /* empty once the child is gone */
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+T_MAIN(((const struct CMUnitTest[]){
+	cmocka_unit_test(same_cpu_top_priority_caller),
+	cmocka_unit_test(many_threads_exact_counts),
+	cmocka_unit_test(shutdown_racing_calls),
+	cmocka_unit_test(cpu_leaves_cpuset_and_returns),
+}))
