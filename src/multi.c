@@ -53,10 +53,31 @@ int64_t multi_reserve(struct ctx *c, unsigned int n, uint64_t deadline)
 	return ++c->multi_gen;
 }
 
-/* Queue fn(arg) on the @n selected hogs, under generation @gen. */
+static void slot_push(struct ctx *c, struct hog *h, uint32_t gen,
+		      cpuhog_fn_t fn, void *arg, bool internal)
+{
+	struct work *w = &h->slot;
+
+	w->fn = fn;
+	w->arg = arg;
+	w->group = &c->group;
+	w->gen = gen;
+	w->cpu = h->cpu;
+	w->internal = internal;
+	/* relaxed: published by queue_work()'s seq_cst push */
+	atomic_store_explicit(&w->state, W_QUEUED, memory_order_relaxed);
+	queue_work(h, w);
+}
+
+/*
+ * Queue fn(arg) on the @n selected hogs, under generation @gen.  The hog
+ * of our own CPU last: waking it may preempt us before we wake the rest.
+ */
 void multi_push(struct ctx *c, unsigned int n, uint32_t gen, cpuhog_fn_t fn,
 		void *arg, bool internal)
 {
+	int me = sched_getcpu();
+	struct hog *mine = NULL;
 	unsigned int i;
 
 	/* relaxed: the pushes below release it to the hogs; stale hogs
@@ -64,19 +85,13 @@ void multi_push(struct ctx *c, unsigned int n, uint32_t gen, cpuhog_fn_t fn,
 	atomic_store_explicit(&c->group.word, (uint64_t)gen << 32 | n,
 			      memory_order_relaxed);
 	for (i = 0; i < n; i++) {
-		struct work *w = &c->msel[i]->slot;
-
-		w->fn = fn;
-		w->arg = arg;
-		w->group = &c->group;
-		w->gen = gen;
-		w->cpu = c->msel[i]->cpu;
-		w->internal = internal;
-		/* relaxed: published by queue_work()'s seq_cst push */
-		atomic_store_explicit(&w->state, W_QUEUED,
-				      memory_order_relaxed);
-		queue_work(c->msel[i], w);
+		if ((int)c->msel[i]->cpu == me)
+			mine = c->msel[i];
+		else
+			slot_push(c, c->msel[i], gen, fn, arg, internal);
 	}
+	if (mine)
+		slot_push(c, mine, gen, fn, arg, internal);
 }
 
 static uint32_t pending(struct ctx *c)

@@ -2,32 +2,37 @@
 /*
  * stop_machine() and stop_two_cpus() on the hogs.
  *
- * Every hog taking part runs stop_cpu(), which walks one state machine:
+ * Every hog taking part runs stop_cpu(), which walks one state machine;
+ * in each phase, the last hog to acknowledge it moves everyone on:
  *
  *   PREPARE   each hog arrives (or declines: it is off its CPU, which
  *             went offline, so nothing of ours can run there anyway).
- *             The last to arrive moves everyone to RUN.
- *   RUN       fn runs on the CPUs asked for; the others spin.  The last
- *             to acknowledge RUN moves everyone to EXIT.
+ *             Early arrivals spin briefly, then sleep: the caller may
+ *             still be queueing, perhaps on the very CPU of an early
+ *             hog, and must not be starved by it.
+ *   HOLD      every hog spins on its CPU and acknowledges it.  From the
+ *             last acknowledgement on, every CPU is held.
+ *   RUN       fn runs on the CPUs asked for; the others spin.
  *   EXIT      every hog serializes its core and leaves.
- *   ABANDONED the deadline passed in PREPARE (or a CPU that fn must run
- *             on declined): every hog leaves, fn has run nowhere.
+ *   ABANDONED the deadline passed in PREPARE or HOLD (or a CPU that fn
+ *             must run on declined): every hog leaves, fn ran nowhere.
  *
- * The phase, the count of arrivals or acknowledgements and the call's
- * generation share one 64-bit word, and every transition is a CAS on it.
- * So PREPARE -> RUN (by the last arrival) and PREPARE -> ABANDONED (by
- * whoever sees the deadline first: a spinning hog or the caller) cannot
- * both happen: either fn runs with every hog in the rendezvous, or it
- * runs nowhere.
+ * (The kernel's DISABLE_IRQ phase has no user-space counterpart; hogs
+ * run with every signal blocked throughout, which is the nearest thing.)
  *
- * Why it cannot deadlock: a hog in PREPARE spins only until the deadline;
- * in RUN and EXIT it spins only for hogs that have already arrived, and
- * are therefore running (each on its own CPU, at top priority) the same
- * bounded sequence.  Rendezvous works of two calls are never interleaved
+ * The phase, the count of acknowledgements and the call's generation
+ * share one 64-bit word, and every transition is a CAS on it.  So
+ * HOLD -> RUN and {PREPARE, HOLD} -> ABANDONED cannot both happen:
+ * either fn runs with every hog spinning in the rendezvous, or nowhere.
+ *
+ * Why it cannot deadlock: a hog waits in PREPARE and HOLD only until the
+ * deadline, and in PREPARE it sleeps, so whatever it waits for can run.
+ * In RUN and EXIT it waits only for hogs that have acknowledged HOLD and
+ * are therefore spinning the same bounded sequence, each on its own CPU
+ * at top priority.  Rendezvous works of two calls are never interleaved
  * on two CPUs in opposite orders, because one multi-CPU call at a time is
  * queued and waited for (multi_lock).  The hogs enforce the deadline
- * themselves, so a caller that cannot run (it shares a CPU with a
- * spinning hog) does not prolong the spin.
+ * themselves, so a caller that cannot run does not prolong the spin.
  *
  * Why nothing is touched after an abandon: the state lives in the
  * context, not in the caller's frame, and a hog that arrives late finds
@@ -41,13 +46,15 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { PH_PREPARE = 1, PH_RUN, PH_EXIT, PH_ABANDONED };
+enum { PH_PREPARE = 1, PH_HOLD, PH_RUN, PH_EXIT, PH_ABANDONED };
 
 struct stop_state {
 	_Atomic uint64_t word; /* gen:32 | phase:8 | count:24 */
+	_Atomic uint32_t wake; /* futex for hogs sleeping in PREPARE */
 	_Atomic uint32_t declined;    /* hogs that declined, this call */
 	_Atomic uint32_t fn_declined; /* one of them was to run fn */
 	_Atomic uint32_t fn_claimed;  /* fn_one: a hog has taken fn */
@@ -56,7 +63,7 @@ struct stop_state {
 	bool fn_one;		      /* fn on exactly one CPU */
 	cpuhog_fn_t fn;
 	void *data;
-	uint64_t deadline;
+	uint64_t deadline, spin_ns;
 	size_t masksize;
 	cpu_set_t *fn_mask; /* CPUs fn runs on (unless fn_one) */
 	struct ctx *ctx;
@@ -65,7 +72,7 @@ struct stop_state {
 #define WORD(gen, ph, n) ((uint64_t)(gen) << 32 | (uint64_t)(ph) << 24 | (n))
 #define GEN(v) ((uint32_t)((v) >> 32))
 #define PHASE(v) ((unsigned int)((v) >> 24) & 0xff)
-#define COUNT(v) ((uint32_t)(v) & 0xffffff)
+#define COUNT(v) ((uint32_t)(v)&0xffffff)
 
 struct stop_state *stop_state_alloc(unsigned int nr_cpu_ids)
 {
@@ -89,83 +96,106 @@ void stop_state_free(struct stop_state *st)
 	free(st);
 }
 
-/* CAS @v to @nv if it still belongs to @gen in phase @ph. */
+static uint64_t load_word(struct stop_state *st)
+{
+	/* acquire: what the hogs did before the transition we observe */
+	return atomic_load_explicit(&st->word, memory_order_acquire);
+}
+
+/* Wake the hogs sleeping in PREPARE, after the phase left PREPARE. */
+static void wake_sleepers(struct stop_state *st)
+{
+	/* seq_cst: after the transition; a sleeper that reads the new
+	 * value sees the new phase, one that read the old one is woken */
+	atomic_fetch_add(&st->wake, 1);
+	futex_wake(&st->wake, INT_MAX);
+}
+
 static bool transition(struct stop_state *st, uint64_t v, uint64_t nv)
 {
-	/* acq_rel: what each hog did in the phase it leaves (fn's effects,
-	 * declines, the return value) is seen by all in the next one */
-	return atomic_compare_exchange_strong_explicit(
-		&st->word, &v, nv, memory_order_acq_rel, memory_order_acquire);
+	/* seq_cst (acq_rel at least): what each hog did in the phase it
+	 * leaves (fn's effects, declines, the return value) is seen by all
+	 * in the next; seq_cst also orders it before wake_sleepers() */
+	if (!atomic_compare_exchange_strong(&st->word, &v, nv))
+		return false;
+	if (PHASE(v) == PH_PREPARE && PHASE(nv) != PH_PREPARE)
+		wake_sleepers(st);
+	if (PHASE(nv) == PH_ABANDONED)
+		group_kick(&st->ctx->group); /* the caller may sleep */
+	return true;
 }
 
-static void abandoned(struct stop_state *st)
+/* Give up at the deadline, if fn has not been let run yet. */
+static void abandon(struct stop_state *st, uint64_t v)
 {
-	group_kick(&st->ctx->group); /* the caller may sleep */
+	if (PHASE(v) == PH_PREPARE || PHASE(v) == PH_HOLD)
+		transition(st, v, WORD(GEN(v), PH_ABANDONED, COUNT(v)));
 }
 
-/* Count one arrival in PREPARE.  false: stale or abandoned, leave. */
-static bool arrive(struct stop_state *st, uint32_t gen)
+/*
+ * Acknowledge phase @ph of call @gen; the last of @need moves everyone
+ * to @next.  false: the call was abandoned (or is stale).
+ */
+static bool ack(struct stop_state *st, uint32_t gen, unsigned int ph,
+		uint32_t need, unsigned int next)
 {
-	uint64_t v = atomic_load_explicit(&st->word, memory_order_acquire);
+	uint64_t v = load_word(st);
 
 	for (;;) {
-		uint32_t n = COUNT(v) + 1;
-		unsigned int next;
+		uint64_t nv = COUNT(v) + 1 >= need ? WORD(gen, next, 0) : v + 1;
 
-		if (GEN(v) != gen || PHASE(v) != PH_PREPARE)
+		if (GEN(v) != gen || PHASE(v) != ph)
 			return false;
-		next = atomic_load_explicit(&st->fn_declined,
-					    memory_order_relaxed)
-			       ? PH_ABANDONED
-			       : PH_RUN;
-		if (n < st->nr) {
-			if (transition(st, v, v + 1))
-				return true;
-		} else if (transition(st, v, WORD(gen, next, 0))) {
-			if (next == PH_ABANDONED)
-				abandoned(st);
-			return next == PH_RUN;
-		}
-		v = atomic_load_explicit(&st->word, memory_order_acquire);
+		if (transition(st, v, nv))
+			return next != PH_ABANDONED;
+		v = load_word(st);
 	}
 }
 
-/* Spin until the phase reaches @ph.  false: abandoned (or stale). */
+/* Spin until the phase passes @ph; timed: abandon at the deadline. */
 static bool await_phase(struct stop_state *st, uint32_t gen, unsigned int ph,
 			bool timed)
 {
 	unsigned int k = 0;
 
 	for (;;) {
-		uint64_t v = atomic_load_explicit(&st->word,
-						  memory_order_acquire);
+		uint64_t v = load_word(st);
 
 		if (GEN(v) != gen || PHASE(v) == PH_ABANDONED)
 			return false;
-		if (PHASE(v) >= ph)
+		if (PHASE(v) > ph)
 			return true;
 		cpu_relax();
-		if (timed && (++k & 63) == 0 && now_ns() > st->deadline &&
-		    PHASE(v) == PH_PREPARE &&
-		    transition(st, v, WORD(gen, PH_ABANDONED, COUNT(v))))
-			abandoned(st);
+		if (timed && (++k & 63) == 0 && now_ns() > st->deadline)
+			abandon(st, v);
 	}
 }
 
-/* Acknowledge RUN; the last of the participants moves to EXIT. */
-static void ack_run(struct stop_state *st, uint32_t gen)
+/* PREPARE: spin for a while, then sleep, until everyone has arrived. */
+static bool await_arrivals(struct stop_state *st, uint32_t gen)
 {
-	uint32_t need = st->nr - atomic_load_explicit(&st->declined,
-						      memory_order_relaxed);
-	uint64_t v = atomic_load_explicit(&st->word, memory_order_acquire);
+	uint64_t spin_end = now_ns() + st->spin_ns;
+	unsigned int k = 0;
 
 	for (;;) {
-		uint64_t nv = COUNT(v) + 1 == need ? WORD(gen, PH_EXIT, 0)
-						   : v + 1;
+		/* acquire: pairs with wake_sleepers()'s seq_cst increment */
+		uint32_t w = atomic_load_explicit(&st->wake,
+						  memory_order_acquire);
+		uint64_t v = load_word(st);
 
-		if (transition(st, v, nv))
-			return;
-		v = atomic_load_explicit(&st->word, memory_order_acquire);
+		if (GEN(v) != gen || PHASE(v) == PH_ABANDONED)
+			return false;
+		if (PHASE(v) > PH_PREPARE)
+			return true;
+		if (now_ns() > st->deadline) {
+			abandon(st, v);
+			continue;
+		}
+		if ((++k & 15) != 0 || now_ns() < spin_end) {
+			cpu_relax();
+			continue;
+		}
+		futex_wait(&st->wake, w, st->deadline);
 	}
 }
 
@@ -175,7 +205,7 @@ static bool runs_fn(struct stop_state *st, struct hog *h)
 
 	if (!st->fn_one)
 		return CPU_ISSET_S(h->cpu, st->masksize, st->fn_mask);
-	/* relaxed: the RUN transition already ordered everything */
+	/* relaxed: the HOLD -> RUN transition already ordered everything */
 	return atomic_compare_exchange_strong_explicit(
 		&st->fn_claimed, &zero, 1, memory_order_relaxed,
 		memory_order_relaxed);
@@ -184,30 +214,34 @@ static bool runs_fn(struct stop_state *st, struct hog *h)
 static void call_fn(struct stop_state *st, struct hog *h)
 {
 	struct work w = { .fn = st->fn };
+	bool check = !(h->ctx->flags & CPUHOG_F_NO_CHECKS);
 	long nvcsw = 0;
 	uint64_t t0 = 0;
 	int r, zero = 0;
 
-	if (!(h->ctx->flags & CPUHOG_F_NO_CHECKS))
+	if (check)
 		check_begin(h, &w, &nvcsw, &t0);
 	r = st->fn(st->data);
-	if (!(h->ctx->flags & CPUHOG_F_NO_CHECKS))
+	if (check)
 		check_end(h, &w, nvcsw, t0, (int)h->cpu);
-	/* relaxed: ack_run()'s acq_rel CAS publishes it */
+	/* relaxed: the RUN -> EXIT transition publishes it */
 	if (r)
 		atomic_compare_exchange_strong_explicit(&st->ret, &zero, r,
 							memory_order_relaxed,
 							memory_order_relaxed);
 }
 
+static bool arrive(struct stop_state *st, uint32_t gen);
+
+/* Off our CPU: count as arrived, take no further part. */
 static void decline(struct stop_state *st, struct hog *h, uint32_t gen)
 {
-	uint64_t v = atomic_load_explicit(&st->word, memory_order_acquire);
+	uint64_t v = load_word(st);
 
 	/* Only for our own call: a late hog touches nothing. */
 	if (GEN(v) != gen || PHASE(v) != PH_PREPARE)
 		return;
-	/* relaxed: arrive()'s acq_rel CAS orders these before the count */
+	/* relaxed: ack()'s CAS orders these before the count */
 	atomic_fetch_add_explicit(&st->declined, 1, memory_order_relaxed);
 	if (!st->fn_one && CPU_ISSET_S(h->cpu, st->masksize, st->fn_mask))
 		atomic_store_explicit(&st->fn_declined, 1,
@@ -215,25 +249,50 @@ static void decline(struct stop_state *st, struct hog *h, uint32_t gen)
 	arrive(st, gen);
 }
 
+/* After the arrivals: HOLD, unless a CPU that fn needs declined. */
+static bool arrive(struct stop_state *st, uint32_t gen)
+{
+	uint64_t v = load_word(st);
+
+	for (;;) {
+		bool last = COUNT(v) + 1 >= st->nr;
+		unsigned int next = atomic_load_explicit(&st->fn_declined,
+							 memory_order_relaxed)
+					    ? PH_ABANDONED
+					    : PH_HOLD;
+
+		if (GEN(v) != gen || PHASE(v) != PH_PREPARE)
+			return false;
+		if (transition(st, v, last ? WORD(gen, next, 0) : v + 1))
+			return !last || next == PH_HOLD;
+		v = load_word(st);
+	}
+}
+
 /* The callback every participating hog runs. */
 static int stop_cpu(void *arg)
 {
 	struct stop_state *st = arg;
 	struct hog *h = cpuhog_self;
-	uint32_t gen = h->slot.gen;
+	uint32_t gen = h->slot.gen, need;
 
 	if (h->off_cpu) {
 		decline(st, h, gen);
 		return 0;
 	}
-	if (!arrive(st, gen) || !await_phase(st, gen, PH_RUN, true)) {
-		serialize_core();
-		return 0;
-	}
+	if (!arrive(st, gen) || !await_arrivals(st, gen))
+		goto out;
+	/* relaxed: the PREPARE -> HOLD transition ordered the declines */
+	need = st->nr - atomic_load_explicit(&st->declined,
+					     memory_order_relaxed);
+	if (!ack(st, gen, PH_HOLD, need, PH_RUN) ||
+	    !await_phase(st, gen, PH_HOLD, true))
+		goto out;
 	if (runs_fn(st, h))
 		call_fn(st, h);
-	ack_run(st, gen);
-	await_phase(st, gen, PH_EXIT, false);
+	ack(st, gen, PH_RUN, need, PH_EXIT);
+	await_phase(st, gen, PH_RUN, false);
+out:
 	serialize_core(); /* code fn rewrote is safe to run from here on */
 	return 0;
 }
@@ -242,13 +301,12 @@ static int stop_cpu(void *arg)
 static int stop_poll(struct ctx *c, bool timed_out)
 {
 	struct stop_state *st = c->stop;
-	uint64_t v = atomic_load_explicit(&st->word, memory_order_acquire);
+	uint64_t v = load_word(st);
 
-	if (timed_out && PHASE(v) == PH_PREPARE &&
-	    transition(st, v, WORD(GEN(v), PH_ABANDONED, COUNT(v))))
-		v = WORD(GEN(v), PH_ABANDONED, 0);
-	else if (timed_out)
-		v = atomic_load_explicit(&st->word, memory_order_acquire);
+	if (timed_out) {
+		abandon(st, v);
+		v = load_word(st);
+	}
 	if (PHASE(v) != PH_ABANDONED)
 		return 0;
 	return atomic_load_explicit(&st->fn_declined, memory_order_relaxed)
@@ -276,6 +334,7 @@ static int stop_run(struct ctx *c, unsigned int n, cpuhog_fn_t fn, void *data,
 	st->data = data;
 	st->fn_one = fn_one;
 	st->deadline = deadline;
+	st->spin_ns = c->spin_ns;
 	/* relaxed, all: multi_push()'s seq_cst pushes publish them */
 	atomic_store_explicit(&st->declined, 0, memory_order_relaxed);
 	atomic_store_explicit(&st->fn_declined, 0, memory_order_relaxed);

@@ -1,0 +1,472 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests: stop_machine() and stop_two_cpus().  Linked with the static
+ * library and --wrap=malloc & co., so that the test sees every allocation
+ * the library makes.
+ */
+#include "harness.h"
+
+#include <pthread.h>
+#include <sys/mman.h>
+
+/* ---- allocation watch ---- */
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t m);
+void *__real_realloc(void *p, size_t n);
+void *__real_aligned_alloc(size_t a, size_t n);
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t m);
+void *__wrap_realloc(void *p, size_t n);
+void *__wrap_aligned_alloc(size_t a, size_t n);
+static _Atomic int alloc_fail, alloc_tries;
+
+void *__wrap_malloc(size_t n)
+{
+	atomic_fetch_add(&alloc_tries, 1);
+	return atomic_load(&alloc_fail) ? NULL : __real_malloc(n);
+}
+void *__wrap_calloc(size_t n, size_t m)
+{
+	atomic_fetch_add(&alloc_tries, 1);
+	return atomic_load(&alloc_fail) ? NULL : __real_calloc(n, m);
+}
+void *__wrap_realloc(void *p, size_t n)
+{
+	atomic_fetch_add(&alloc_tries, 1);
+	return atomic_load(&alloc_fail) ? NULL : __real_realloc(p, n);
+}
+void *__wrap_aligned_alloc(size_t a, size_t n)
+{
+	atomic_fetch_add(&alloc_tries, 1);
+	return atomic_load(&alloc_fail) ? NULL : __real_aligned_alloc(a, n);
+}
+
+static int nothing(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static void pin_self(unsigned int cpu)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+}
+
+/* ---- probes: threads that spin counting, one per CPU ---- */
+
+#define MAXP 64
+static _Atomic unsigned long probe_count[MAXP];
+static _Atomic int probes_stop;
+static pthread_t probe_th[MAXP];
+static int nprobes;
+
+static void *probe(void *arg)
+{
+	int i = (int)(intptr_t)arg;
+
+	pin_self(t_nth_cpu(i));
+	while (!atomic_load_explicit(&probes_stop, memory_order_relaxed))
+		atomic_fetch_add_explicit(&probe_count[i], 1,
+					  memory_order_relaxed);
+	return NULL;
+}
+
+/* Start a probe on each hogged CPU (at FIFO @rt if non-zero) and check
+ * that each really runs. */
+static void probes_start(int rt)
+{
+	pthread_attr_t pa;
+	struct sched_param sp = { .sched_priority = rt };
+	cpu_set_t set;
+	unsigned long before[MAXP];
+	int i;
+
+	nprobes = t_hog_cpus(&set);
+	atomic_store(&probes_stop, 0);
+	pthread_attr_init(&pa);
+	if (rt) {
+		pthread_attr_setinheritsched(&pa, PTHREAD_EXPLICIT_SCHED);
+		pthread_attr_setschedpolicy(&pa, SCHED_FIFO);
+		pthread_attr_setschedparam(&pa, &sp);
+	}
+	for (i = 0; i < nprobes; i++)
+		assert_int_equal(pthread_create(&probe_th[i], &pa, probe,
+						(void *)(intptr_t)i),
+				 0);
+	pthread_attr_destroy(&pa);
+	t_sleep_ms(20);
+	for (i = 0; i < nprobes; i++)
+		before[i] = atomic_load(&probe_count[i]);
+	t_sleep_ms(20);
+	for (i = 0; i < nprobes; i++)
+		assert_true(atomic_load(&probe_count[i]) > before[i]);
+}
+
+static void probes_end(void)
+{
+	int i;
+
+	atomic_store(&probes_stop, 1);
+	for (i = 0; i < nprobes; i++)
+		pthread_join(probe_th[i], NULL);
+}
+
+/* Inside the stop: for 5 ms, no probe may move. */
+static _Atomic int frozen_runs;
+static int probes_frozen(void *arg)
+{
+	unsigned long snap[MAXP];
+	uint64_t end = t_now() + 5 * MS;
+	int i, moved = 0;
+
+	(void)arg;
+	atomic_fetch_add(&frozen_runs, 1);
+	for (i = 0; i < nprobes; i++)
+		snap[i] = atomic_load(&probe_count[i]);
+	while (t_now() < end)
+		;
+	for (i = 0; i < nprobes; i++)
+		moved += atomic_load(&probe_count[i]) != snap[i];
+	return moved ? 100 + moved : 0;
+}
+
+static void stop_freezes_everything(void **state)
+{
+	cpu_set_t set;
+	int i, rt;
+
+	(void)state;
+	if (!t_can_rt())
+		skip();
+	pin_self(t_nth_cpu(0));
+	t_hog_cpus(&set);
+	for (rt = 0; rt <= 50; rt += 50) { /* plain and lower-priority RT */
+		/* above the RT probes, or they would starve this thread */
+		struct sched_param sp = { .sched_priority = rt ? rt + 10 : 0 };
+
+		assert_int_equal(sched_setscheduler(0, rt ? SCHED_FIFO
+							  : SCHED_OTHER,
+						    &sp),
+				 0);
+		probes_start(rt);
+		for (i = 0; i < 5; i++) {
+			assert_int_equal(stop_machine(probes_frozen, NULL, 0, NULL),
+					 0);
+			/* fn on every CPU at once: still nothing else runs */
+			assert_int_equal(stop_machine(probes_frozen, NULL,
+						      sizeof(set), &set),
+					 0);
+		}
+		probes_end();
+	}
+	assert_int_equal(sched_setscheduler(0, SCHED_OTHER,
+					    &(struct sched_param){ 0 }),
+			 0);
+}
+
+/* The same probe under hog_cpus, which does not rendezvous, must see
+ * movement: the check above can fail. */
+static void hog_cpus_does_not_freeze(void **state)
+{
+	unsigned int cpu = t_nth_cpu(1);
+	cpu_set_t one;
+
+	(void)state;
+	if (t_nth_cpu(0) == cpu)
+		skip();
+	pin_self(t_nth_cpu(0));
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	probes_start(0);
+	assert_true(hog_cpus(sizeof(one), &one, probes_frozen, NULL) > 100);
+	probes_end();
+}
+
+/* fn runs exactly where asked: once per CPU of the set, or once in all. */
+static _Atomic int ran_on[CPU_SETSIZE];
+static int count_here(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&ran_on[sched_getcpu()], 1);
+	return 0;
+}
+
+static int sum_ran(void)
+{
+	int i, s = 0;
+
+	for (i = 0; i < CPU_SETSIZE; i++)
+		s += atomic_load(&ran_on[i]);
+	return s;
+}
+
+static void stop_runs_where_asked(void **state)
+{
+	cpu_set_t set, one;
+	int i;
+
+	(void)state;
+	t_hog_cpus(&set);
+	memset(ran_on, 0, sizeof(ran_on));
+	assert_int_equal(stop_machine(count_here, NULL, 0, NULL), 0);
+	assert_int_equal(sum_ran(), 1);
+	memset(ran_on, 0, sizeof(ran_on));
+	assert_int_equal(stop_machine(count_here, NULL, sizeof(set), &set), 0);
+	for (i = 0; i < CPU_SETSIZE; i++)
+		assert_int_equal(atomic_load(&ran_on[i]), CPU_ISSET(i, &set));
+	memset(ran_on, 0, sizeof(ran_on));
+	CPU_ZERO(&one);
+	CPU_SET(t_nth_cpu(1), &one);
+	assert_int_equal(stop_machine(count_here, NULL, sizeof(one), &one), 0);
+	assert_int_equal(atomic_load(&ran_on[t_nth_cpu(1)]), 1);
+	assert_int_equal(sum_ran(), 1);
+}
+
+static int value_on_last(void *arg)
+{
+	return sched_getcpu() == *(int *)arg ? 77 : 0;
+}
+
+static int call_stop(void *arg)
+{
+	(void)arg;
+	return stop_machine(nothing, NULL, 0, NULL) == -EDEADLK &&
+			       stop_two_cpus(0, 1, nothing, NULL) == -EDEADLK
+		       ? 0
+		       : -1;
+}
+
+static void stop_results_and_errors(void **state)
+{
+	cpu_set_t set, none, far;
+	int last;
+
+	(void)state;
+	last = (int)t_nth_cpu(t_hog_cpus(&set) - 1);
+	CPU_ZERO(&none);
+	CPU_ZERO(&far);
+	CPU_SET(CPU_SETSIZE - 1, &far);
+	assert_int_equal(stop_machine(value_on_last, &last, sizeof(set), &set),
+			 77);
+	assert_int_equal(stop_machine(NULL, NULL, 0, NULL), -EINVAL);
+	assert_int_equal(stop_machine(nothing, NULL, sizeof(none), &none),
+			 -ENOENT);
+	assert_int_equal(stop_machine(nothing, NULL, sizeof(far), &far),
+			 -ENOENT);
+	assert_int_equal(hog_one_cpu(t_nth_cpu(0), call_stop, NULL), 0);
+}
+
+/* ---- timeout: a CPU held by another process's FIFO 99 spinner ---- */
+
+struct held {
+	_Atomic int started, done;
+};
+
+static void hold_cpu(struct held *h, unsigned int cpu, unsigned int ms)
+{
+	struct sched_param sp = { .sched_priority = 99 };
+	uint64_t end;
+
+	pin_self(cpu);
+	if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
+		_exit(3);
+	end = t_now() + ms * MS;
+	atomic_store(&h->started, 1);
+	while (t_now() < end)
+		;
+	atomic_store(&h->done, 1);
+	_exit(0);
+}
+
+static void stop_times_out_on_held_cpu(void **state)
+{
+	struct held *h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE,
+			      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	unsigned int victim = t_nth_cpu(1), mine = t_nth_cpu(0);
+	struct cpuhog_attr a;
+	struct cpuhog_info in;
+	int status, r;
+	pid_t pid;
+
+	(void)state;
+	if (victim == mine || !t_can_rt())
+		skip();
+	cpuhog_shutdown();
+	cpuhog_attr_init(&a);
+	a.stop_timeout_ns = 10 * MS;
+	assert_int_equal(cpuhog_init(&a), 0);
+	pin_self(mine);
+	memset(ran_on, 0, sizeof(ran_on));
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		hold_cpu(h, victim, 80);
+	while (!atomic_load(&h->started))
+		t_sleep_ms(1);
+	r = stop_machine(count_here, NULL, 0, NULL);
+	/* it gave up while the CPU was still held: no hang */
+	assert_int_equal(atomic_load(&h->done), 0);
+	assert_int_equal(r, -ETIMEDOUT);
+	assert_int_equal(stop_two_cpus(mine, victim, count_here, NULL),
+			 -ETIMEDOUT);
+	assert_int_equal(sum_ran(), 0); /* fn ran nowhere */
+	/* the other CPU is not held back meanwhile */
+	assert_int_equal(hog_one_cpu(mine, count_here, NULL), 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* once the CPU is free, stops work again */
+	memset(ran_on, 0, sizeof(ran_on));
+	assert_int_equal(stop_machine(count_here, NULL, 0, NULL), 0);
+	assert_int_equal(sum_ran(), 1);
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	assert_int_equal(in.stop_timeouts, 2);
+	assert_int_equal(in.queued, in.run + in.refused);
+	munmap(h, sizeof(*h));
+	cpuhog_shutdown();
+}
+
+/* ---- no allocation on the path, once initialised ---- */
+static void stop_never_allocates(void **state)
+{
+	cpu_set_t set;
+	int tries;
+
+	(void)state;
+	t_hog_cpus(&set);
+	atomic_store(&alloc_tries, 0);
+	atomic_store(&alloc_fail, 1);
+	assert_int_equal(stop_machine(nothing, NULL, 0, NULL), 0);
+	assert_int_equal(stop_machine(nothing, NULL, sizeof(set), &set), 0);
+	assert_int_equal(stop_two_cpus(t_nth_cpu(0), t_nth_cpu(1), nothing,
+				       NULL),
+			 t_nth_cpu(0) == t_nth_cpu(1) ? -EINVAL : 0);
+	assert_int_equal(hog_one_cpu(t_nth_cpu(1), nothing, NULL), 0);
+	assert_int_equal(hog_cpus(sizeof(set), &set, nothing, NULL), 0);
+	assert_int_equal(hog_synchronize(), 0);
+	tries = atomic_load(&alloc_tries);
+	atomic_store(&alloc_fail, 0);
+	assert_int_equal(tries, 0);
+	/* and the wrap sees allocations at all: init does allocate */
+	cpuhog_shutdown();
+	assert_int_equal(cpuhog_init(NULL), 0);
+	assert_true(atomic_load(&alloc_tries) > 0);
+}
+
+/* ---- stop_two_cpus ---- */
+static _Atomic int two_ran;
+static int frozen_other(void *arg)
+{
+	int other = *(int *)arg;
+	unsigned long before = atomic_load(&probe_count[other]);
+	uint64_t end = t_now() + 5 * MS;
+
+	atomic_fetch_add(&two_ran, 1);
+	while (t_now() < end)
+		;
+	return atomic_load(&probe_count[other]) == before ? sched_getcpu()
+							 : -100;
+}
+
+static void two_cpus_rendezvous(void **state)
+{
+	unsigned int a = t_nth_cpu(0), b = t_nth_cpu(1);
+	int idx_b = 1, idx_a = 0;
+
+	(void)state;
+	if (a == b || !t_can_rt())
+		skip();
+	probes_start(0);
+	/* fn on the first, the second held: its probe does not move */
+	assert_int_equal(stop_two_cpus(b, a, frozen_other, &idx_a), (int)b);
+	assert_int_equal(stop_two_cpus(a, b, frozen_other, &idx_b), (int)a);
+	probes_end();
+	assert_int_equal(atomic_load(&two_ran), 2);
+	assert_int_equal(stop_two_cpus(a, a, nothing, NULL), -EINVAL);
+	assert_int_equal(stop_two_cpus(a, 99999, nothing, NULL), -ENOENT);
+	assert_int_equal(stop_two_cpus(99999, a, nothing, NULL), -ENOENT);
+	assert_int_equal(stop_two_cpus(a, b, NULL, NULL), -EINVAL);
+}
+
+/* ---- every multi-CPU call at once, from several threads ---- */
+static _Atomic int mix_stop;
+static _Atomic long mix_runs;
+static int mix_fn(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&mix_runs, 1);
+	return 0;
+}
+
+static void *mixer(void *arg)
+{
+	unsigned int seed = (unsigned int)(intptr_t)arg;
+	cpu_set_t set;
+	int n = t_hog_cpus(&set);
+	intptr_t bad = 0;
+
+	while (!atomic_load(&mix_stop)) {
+		unsigned int a = t_nth_cpu((int)(rand_r(&seed) % (unsigned)n));
+		unsigned int b = t_nth_cpu((int)(rand_r(&seed) % (unsigned)n));
+		int r;
+
+		switch (rand_r(&seed) % 6) {
+		case 0:
+			bad += stop_machine(mix_fn, NULL, 0, NULL) != 0;
+			break;
+		case 1:
+			bad += stop_machine(mix_fn, NULL, sizeof(set), &set) != 0;
+			break;
+		case 2:
+			r = stop_two_cpus(a, b, mix_fn, NULL);
+			bad += a == b ? r != -EINVAL : r != 0;
+			break;
+		case 3:
+			bad += hog_cpus(sizeof(set), &set, mix_fn, NULL) != 0;
+			break;
+		case 4:
+			r = try_hog_cpus(sizeof(set), &set, mix_fn, NULL);
+			bad += r != 0 && r != -EAGAIN;
+			break;
+		default:
+			bad += hog_one_cpu(a, mix_fn, NULL) != 0;
+			bad += hog_synchronize() != 0;
+			break;
+		}
+	}
+	return (void *)bad;
+}
+
+static void mixed_multi_cpu_stress(void **state)
+{
+	pthread_t th[4];
+	void *bad;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, mixer,
+						(void *)(intptr_t)(i + 1)),
+				 0);
+	t_sleep_ms(1500);
+	atomic_store(&mix_stop, 1);
+	for (i = 0; i < 4; i++) {
+		pthread_join(th[i], &bad);
+		assert_int_equal((intptr_t)bad, 0);
+	}
+	assert_true(atomic_load(&mix_runs) > 0);
+}
+
+T_MAIN(((const struct CMUnitTest[]){
+	cmocka_unit_test(stop_freezes_everything),
+	cmocka_unit_test(hog_cpus_does_not_freeze),
+	cmocka_unit_test(stop_runs_where_asked),
+	cmocka_unit_test(stop_results_and_errors),
+	cmocka_unit_test(stop_times_out_on_held_cpu),
+	cmocka_unit_test(stop_never_allocates),
+	cmocka_unit_test(two_cpus_rendezvous),
+	cmocka_unit_test(mixed_multi_cpu_stress),
+}))
