@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests: hog_synchronize() and hog_migrate(). */
+#include "harness.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <sys/syscall.h>
+
+static void pin_self(unsigned int cpu)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+}
+
+/* A thread that spins, reporting where it runs. */
+struct spinner {
+	pthread_t th;
+	_Atomic pid_t tid;
+	_Atomic int cpu;
+	_Atomic int stop;
+	_Atomic unsigned long loops;
+	int pin; /* -1: not pinned */
+};
+
+static void *spin_main(void *arg)
+{
+	struct spinner *s = arg;
+
+	if (s->pin >= 0)
+		pin_self((unsigned int)s->pin);
+	atomic_store(&s->tid, (pid_t)syscall(SYS_gettid));
+	while (!atomic_load_explicit(&s->stop, memory_order_relaxed)) {
+		atomic_store_explicit(&s->cpu, sched_getcpu(),
+				      memory_order_relaxed);
+		atomic_fetch_add_explicit(&s->loops, 1, memory_order_relaxed);
+	}
+	return NULL;
+}
+
+static void spinner_start(struct spinner *s, int pin)
+{
+	memset(s, 0, sizeof(*s));
+	s->pin = pin;
+	atomic_store(&s->cpu, -1);
+	assert_int_equal(pthread_create(&s->th, NULL, spin_main, s), 0);
+	while (atomic_load(&s->tid) == 0 || atomic_load(&s->loops) < 1000)
+		t_sleep_ms(1);
+}
+
+static void spinner_end(struct spinner *s)
+{
+	atomic_store(&s->stop, 1);
+	pthread_join(s->th, NULL);
+}
+
+static long nonvoluntary(pid_t tid)
+{
+	char path[64], buf[4096], *p;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	t_slurp(path, buf, sizeof(buf));
+	p = strstr(buf, "nonvoluntary_ctxt_switches:");
+	assert_non_null(p);
+	return strtol(p + strlen("nonvoluntary_ctxt_switches:"), NULL, 10);
+}
+
+/* Every thread running on another hogged CPU goes through the scheduler. */
+static void synchronize_switches_spinner(void **state)
+{
+	unsigned int mine = t_nth_cpu(0), other = t_nth_cpu(1);
+	struct spinner s;
+	long before;
+	int i;
+
+	(void)state;
+	if (mine == other)
+		skip();
+	pin_self(mine);
+	spinner_start(&s, (int)other);
+	for (i = 0; i < 10; i++) {
+		before = nonvoluntary(atomic_load(&s.tid));
+		assert_int_equal(hog_synchronize(), 0);
+		assert_true(nonvoluntary(atomic_load(&s.tid)) > before);
+	}
+	spinner_end(&s);
+}
+
+static int call_sync(void *arg)
+{
+	(void)arg;
+	return hog_synchronize();
+}
+
+static void synchronize_errors(void **state)
+{
+	(void)state;
+	assert_int_equal(hog_one_cpu(t_nth_cpu(0), call_sync, NULL), -EDEADLK);
+	assert_int_equal(hog_synchronize(), 0);
+}
+
+/* The CPU whose run queue holds @tid (field 39 of its stat). */
+static int task_cpu(pid_t tid)
+{
+	char path[64], buf[1024], *p;
+	int field;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	t_slurp(path, buf, sizeof(buf));
+	p = strrchr(buf, ')');
+	assert_non_null(p);
+	for (field = 3, p = strtok(p + 1, " "); p; p = strtok(NULL, " "))
+		if (field++ == 39)
+			return atoi(p);
+	return -1;
+}
+
+static bool runs_on(struct spinner *s, int cpu)
+{
+	uint64_t end = t_now() + 2000 * MS;
+
+	/* forget what it reported before the move */
+	atomic_store(&s->cpu, -1);
+	while (t_now() < end)
+		if (atomic_load(&s->cpu) == cpu)
+			return true;
+	return false;
+}
+
+static void migrate_moves_spinner(void **state)
+{
+	struct spinner s;
+	cpu_set_t aff;
+	int i;
+
+	(void)state;
+	spinner_start(&s, -1);
+	for (i = 0; i < 6; i++) {
+		unsigned int to = t_nth_cpu(i);
+
+		assert_int_equal(hog_migrate(atomic_load(&s.tid), to), 0);
+		/* its affinity is {to}, and it is queued there */
+		assert_int_equal(sched_getaffinity(atomic_load(&s.tid),
+						   sizeof(aff), &aff),
+				 0);
+		assert_int_equal(CPU_COUNT(&aff), 1);
+		assert_true(CPU_ISSET(to, &aff));
+		assert_int_equal(task_cpu(atomic_load(&s.tid)), (int)to);
+		assert_true(runs_on(&s, (int)to));
+	}
+	spinner_end(&s);
+}
+
+static void migrate_self(void **state)
+{
+	int i;
+
+	(void)state;
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(hog_migrate(0, t_nth_cpu(i)), 0);
+		assert_int_equal(sched_getcpu(), (int)t_nth_cpu(i));
+	}
+}
+
+static int call_migrate(void *arg)
+{
+	(void)arg;
+	return hog_migrate(0, 0);
+}
+
+/* The tid of a hog: a thread named cpuhog/N. */
+static pid_t a_hog_tid(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	char path[300], comm[32];
+	struct dirent *e;
+	pid_t tid = 0;
+
+	while (d && !tid && (e = readdir(d))) {
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 e->d_name);
+		if (e->d_name[0] != '.' && t_slurp(path, comm, sizeof(comm)) &&
+		    !strncmp(comm, "cpuhog/", 7))
+			tid = atoi(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return tid;
+}
+
+static void migrate_errors(void **state)
+{
+	pid_t hog;
+
+	(void)state;
+	assert_int_equal(hog_migrate(0x3fffffff, t_nth_cpu(0)), -ESRCH);
+	assert_int_equal(hog_migrate(-5, t_nth_cpu(0)), -ESRCH);
+	assert_int_equal(hog_migrate(0, 99999), -ENOENT);
+	assert_int_equal(hog_one_cpu(t_nth_cpu(0), call_migrate, NULL),
+			 -EDEADLK);
+	hog = a_hog_tid();
+	assert_true(hog > 0);
+	assert_int_equal(hog_migrate(hog, t_nth_cpu(0)), -EINVAL);
+}
+
+T_MAIN(((const struct CMUnitTest[]){
+	cmocka_unit_test(synchronize_switches_spinner),
+	cmocka_unit_test(synchronize_errors),
+	cmocka_unit_test(migrate_moves_spinner),
+	cmocka_unit_test(migrate_self),
+	cmocka_unit_test(migrate_errors),
+}))
