@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * stop_machine: change a multi-word setting that other threads read with
- * no lock at all.  While the update runs, no reader runs anywhere, so no
- * reader can ever see half of it.
+ * no lock and no fence.  While the update runs no reader runs anywhere,
+ * so the update is one indivisible step for every reader.  A reader can
+ * still have been stopped between two of its own loads (user space cannot
+ * disable preemption), so it re-reads when the generation moved: the same
+ * check as a seqlock's, but neither side needs a memory barrier.
  */
 #include <cpuhog.h>
 #include <pthread.h>
@@ -10,9 +13,11 @@
 #include <stdio.h>
 
 struct limits {
-	volatile long lo, hi; /* invariant: hi == lo + 100 */
+	/* atomic only so that each word is read whole (and TSan knows);
+	 * relaxed everywhere: stop_machine does the ordering */
+	_Atomic long gen, lo, hi; /* invariant: hi == lo + 100 */
 };
-static struct limits lim = { 0, 100 };
+static struct limits lim = { 0, 0, 100 };
 static _Atomic int done;
 static _Atomic long torn, reads;
 
@@ -20,8 +25,13 @@ static void *reader(void *arg)
 {
 	(void)arg;
 	while (!atomic_load_explicit(&done, memory_order_relaxed)) {
-		long lo = lim.lo, hi = lim.hi;
+		long g = atomic_load_explicit(&lim.gen, memory_order_relaxed);
+		long lo = atomic_load_explicit(&lim.lo, memory_order_relaxed);
+		long hi = atomic_load_explicit(&lim.hi, memory_order_relaxed);
 
+		atomic_signal_fence(memory_order_seq_cst); /* compiler only */
+		if (atomic_load_explicit(&lim.gen, memory_order_relaxed) != g)
+			continue; /* stopped in between: read again */
 		if (hi != lo + 100)
 			atomic_fetch_add(&torn, 1);
 		atomic_fetch_add_explicit(&reads, 1, memory_order_relaxed);
@@ -33,8 +43,10 @@ static int update(void *arg)
 {
 	long base = *(long *)arg;
 
-	lim.lo = base; /* two stores, no reader between them */
-	lim.hi = base + 100;
+	/* three stores, and no reader runs between them */
+	atomic_store_explicit(&lim.gen, base, memory_order_relaxed);
+	atomic_store_explicit(&lim.lo, base, memory_order_relaxed);
+	atomic_store_explicit(&lim.hi, base + 100, memory_order_relaxed);
 	return 0;
 }
 

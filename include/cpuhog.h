@@ -262,7 +262,12 @@ CPUHOG_API int try_hog_cpus(size_t setsize, const cpu_set_t *cpus,
  * spin with signals blocked, and none leaves before fn has returned
  * everywhere.  While fn runs, no other thread of the process, nor any
  * thread of the system below the hogs' priority, runs on a hogged CPU
- * (interrupts and the kernel still do).  Each hog serializes its core
+ * (interrupts and the kernel still do).  Other threads are stopped
+ * wherever the scheduler left them, possibly between two loads of what fn
+ * changes: the update is indivisible for them, but a reader that needs
+ * several words to agree must re-check (a generation, as in
+ * examples/stop_machine.c), or the change must be one instruction's
+ * worth (examples/livepatch.c).  Each hog serializes its core
  * before it leaves, so code that fn rewrote is safe to run afterwards.
  * No setup, no allocation, no thread creation on its path.  If the hogs
  * have not all arrived within cpuhog_attr.stop_timeout_ns, it releases

@@ -70,6 +70,16 @@ static inline void t_sleep_ms(unsigned int ms)
 		;
 }
 
+/* Pin the calling thread to @cpu. */
+static inline void t_pin(unsigned int cpu)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+}
+
 /* The CPUs that have hogs, and how many. */
 static inline int t_hog_cpus(cpu_set_t *set)
 {

@@ -25,15 +25,6 @@ static int nothing(void *arg)
 	return 0;
 }
 
-static void pin_self(unsigned int cpu)
-{
-	cpu_set_t one;
-
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
-}
-
 /* A SCHED_FIFO 99 caller pinned to @cpu uses every call on every CPU. */
 static void *fifo_caller(void *arg)
 {
@@ -47,7 +38,7 @@ static void *fifo_caller(void *arg)
 	int i;
 
 	t_hog_cpus(&set);
-	pin_self(cpu);
+	t_pin(cpu);
 	if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
 		return (void *)-1;
 	if (other == cpu)

@@ -47,15 +47,6 @@ static int nothing(void *arg)
 	return 0;
 }
 
-static void pin_self(unsigned int cpu)
-{
-	cpu_set_t one;
-
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
-}
-
 /* ---- probes: threads that spin counting, one per CPU ---- */
 
 #define MAXP 64
@@ -68,7 +59,7 @@ static void *probe(void *arg)
 {
 	int i = (int)(intptr_t)arg;
 
-	pin_self(t_nth_cpu(i));
+	t_pin(t_nth_cpu(i));
 	while (!atomic_load_explicit(&probes_stop, memory_order_relaxed))
 		atomic_fetch_add_explicit(&probe_count[i], 1,
 					  memory_order_relaxed);
@@ -142,7 +133,7 @@ static void stop_freezes_everything(void **state)
 	(void)state;
 	if (!t_can_rt())
 		skip();
-	pin_self(t_nth_cpu(0));
+	t_pin(t_nth_cpu(0));
 	t_hog_cpus(&set);
 	for (rt = 0; rt <= 50; rt += 50) { /* plain and lower-priority RT */
 		/* above the RT probes, or they would starve this thread */
@@ -178,7 +169,7 @@ static void hog_cpus_does_not_freeze(void **state)
 	(void)state;
 	if (t_nth_cpu(0) == cpu)
 		skip();
-	pin_self(t_nth_cpu(0));
+	t_pin(t_nth_cpu(0));
 	CPU_ZERO(&one);
 	CPU_SET(cpu, &one);
 	probes_start(0);
@@ -271,7 +262,7 @@ static void hold_cpu(struct held *h, unsigned int cpu, unsigned int ms)
 	struct sched_param sp = { .sched_priority = 99 };
 	uint64_t end;
 
-	pin_self(cpu);
+	t_pin(cpu);
 	if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
 		_exit(3);
 	end = t_now() + ms * MS;
@@ -299,7 +290,7 @@ static void stop_times_out_on_held_cpu(void **state)
 	cpuhog_attr_init(&a);
 	a.stop_timeout_ns = 10 * MS;
 	assert_int_equal(cpuhog_init(&a), 0);
-	pin_self(mine);
+	t_pin(mine);
 	memset(ran_on, 0, sizeof(ran_on));
 	pid = fork();
 	assert_true(pid >= 0);
