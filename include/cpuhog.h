@@ -102,7 +102,7 @@ struct cpuhog_attr {
 	unsigned int flags; /* CPUHOG_F_* */
 	/* SCHED_FIFO priority for the hogs; 0: sched_get_priority_max(). */
 	int priority;
-	/* Stack of each hog thread; 0: 64 KiB (more under sanitizers). */
+	/* Stack of each hog thread; 0: 56 KiB (more under sanitizers). */
 	size_t stack_size;
 	/* A callback running longer than this is reported; 0: 100 ms. */
 	uint64_t overrun_ns;
@@ -113,7 +113,8 @@ struct cpuhog_attr {
 	 * it sleeps; 0: 50 us; CPUHOG_NO_SPIN: never spin. */
 	uint64_t spin_ns;
 	/* CPUs to put hogs on (bits beyond setsize are clear); NULL: every
-	 * CPU in the affinity mask of the thread that initialises. */
+	 * online CPU the process's cpuset allows (not the affinity of the
+	 * thread that happens to initialise: pass it here if you want it). */
 	size_t cpus_setsize;
 	const cpu_set_t *cpus;
 	uint64_t reserved_[8];
@@ -134,6 +135,7 @@ struct cpuhog_info {
 	int nice;
 	int rt_errno;
 	unsigned int flags; /* CPUHOG_F_* in force */
+	size_t stack_size;  /* of each hog thread */
 	/* Counters since cpuhog_init(), over all hogs.  Once the hogs are
 	 * idle: queued == run + refused. */
 	uint64_t queued;   /* works handed to a hog */

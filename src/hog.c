@@ -48,7 +48,8 @@ static struct ctx *g_orphans; /* contexts inherited over fork() */
 #endif
 #endif
 #ifndef DEFAULT_STACK
-#define DEFAULT_STACK (64u << 10)
+/* With the guard page and the hog's own state: under 64 KiB per CPU. */
+#define DEFAULT_STACK (56u << 10)
 #endif
 
 /* ---- the hog thread ---------------------------------------------------- */
@@ -374,24 +375,28 @@ static void ctx_settings(struct ctx *c, const struct cpuhog_attr *a)
 						   : 50000u;
 }
 
-/* The CPUs to hog: the attribute's set, else our affinity. */
+/*
+ * The CPUs to hog: the attribute's set, else every online CPU (those
+ * outside the cpuset fail to pin and get no hog).  Not the calling
+ * thread's affinity: which thread initialises must not matter.
+ */
 static cpu_set_t *wanted_cpus(struct ctx *c, const struct cpuhog_attr *a,
 			      size_t *size)
 {
 	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
 	cpu_set_t *set = CPU_ALLOC(c->nr_cpu_ids);
+	unsigned int cpu;
 
 	if (!set)
 		return NULL;
 	*size = sz;
+	CPU_ZERO_S(sz, set);
 	if (a && a->cpus) {
-		size_t n = a->cpus_setsize < sz ? a->cpus_setsize : sz;
-
-		CPU_ZERO_S(sz, set);
-		memcpy(set, a->cpus, n);
-	} else if (thread_affinity(sz, set) < 0) {
-		CPU_FREE(set);
-		return NULL;
+		memcpy(set, a->cpus, a->cpus_setsize < sz ? a->cpus_setsize : sz);
+	} else if (read_cpulist("/sys/devices/system/cpu/online", sz, set,
+				c->nr_cpu_ids) <= 0) {
+		for (cpu = 0; cpu < c->nr_cpu_ids; cpu++)
+			CPU_SET_S(cpu, sz, set);
 	}
 	return set;
 }
@@ -757,6 +762,7 @@ int cpuhog_get_info(struct cpuhog_info *info)
 	info->nr_cpu_ids = c->nr_cpu_ids;
 	info->nr_hogs = c->nr_hogs;
 	info->flags = c->flags;
+	info->stack_size = c->stack_size;
 	info_sched(c, info);
 	info->queued = sum(c, offsetof(struct hog, queued));
 	info->run = sum(c, offsetof(struct hog, run));

@@ -146,6 +146,8 @@ HIDDEN int futex_wait(_Atomic uint32_t *addr, uint32_t val,
 		      uint64_t deadline_ns);
 HIDDEN void futex_wake(_Atomic uint32_t *addr, int n);
 HIDDEN unsigned int possible_cpus(void);
+HIDDEN int read_cpulist(const char *path, size_t setsize, cpu_set_t *set,
+			 unsigned int max);
 HIDDEN int thread_affinity(size_t setsize, cpu_set_t *set);
 HIDDEN bool pinned_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu);
 HIDDEN int pin_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu);

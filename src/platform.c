@@ -57,28 +57,53 @@ void futex_wake(_Atomic uint32_t *addr, int n)
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
+/*
+ * Parse a sysfs CPU list ("0-3,8") into @set, bits >= @max ignored.
+ * Returns the number of CPUs read, or -1 if the file cannot be read.
+ */
+int read_cpulist(const char *path, size_t setsize, cpu_set_t *set,
+		 unsigned int max)
+{
+	unsigned int lo, hi, cpu;
+	char buf[4096], *p, *save;
+	FILE *f = fopen(path, "re");
+	int n = 0;
+
+	if (!f)
+		return -1;
+	if (set)
+		CPU_ZERO_S(setsize, set);
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	for (p = strtok_r(buf, ",\n", &save); p; p = strtok_r(NULL, ",\n", &save)) {
+		int k = sscanf(p, "%u-%u", &lo, &hi);
+
+		if (k < 1)
+			continue;
+		if (k == 1)
+			hi = lo;
+		for (cpu = lo; cpu <= hi && cpu < max; cpu++, n++)
+			if (set)
+				CPU_SET_S(cpu, setsize, set);
+	}
+	return n;
+}
+
 /* One more than the highest CPU number the kernel may ever bring up. */
 unsigned int possible_cpus(void)
 {
-	unsigned int lo, hi, best = 0;
-	char buf[4096], *p;
-	FILE *f = fopen("/sys/devices/system/cpu/possible", "re");
-	long conf;
+	size_t sz = CPU_ALLOC_SIZE(1u << 16);
+	cpu_set_t *set = CPU_ALLOC(1u << 16);
+	unsigned int cpu, best = 0;
+	long conf = sysconf(_SC_NPROCESSORS_CONF);
 
-	if (f) {
-		if (fgets(buf, sizeof(buf), f)) {
-			for (p = strtok(buf, ","); p; p = strtok(NULL, ",")) {
-				int k = sscanf(p, "%u-%u", &lo, &hi);
-
-				if (k == 1)
-					hi = lo;
-				if (k >= 1 && hi + 1 > best)
-					best = hi + 1;
-			}
-		}
-		fclose(f);
-	}
-	conf = sysconf(_SC_NPROCESSORS_CONF);
+	if (set && read_cpulist("/sys/devices/system/cpu/possible", sz, set,
+				1u << 16) > 0)
+		for (cpu = 0; cpu < (1u << 16); cpu++)
+			if (CPU_ISSET_S(cpu, sz, set))
+				best = cpu + 1;
+	CPU_FREE(set);
 	if (conf > 0 && (unsigned long)conf > best)
 		best = (unsigned int)conf;
 	return best ? best : 1;

@@ -11,6 +11,7 @@ static const struct {
 	int (*run)(int argc, char **argv);
 	const char *what;
 } cmds[] = {
+	{ "bench", cmd_bench, "measure every call against the limits and peers" },
 	{ "tour", cmd_tour, "run each call on every CPU and time it" },
 };
 

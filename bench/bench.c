@@ -1,0 +1,652 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cpuhog bench [--quick] [--json] [--rounds N]
+ *
+ * Rounds of short batches, every operation once per round, so that the
+ * machine's moods fall on all of them alike; warm-up first; the caller
+ * pinned to one CPU and the remote side to another throughout.  Reports
+ * the median and p99 of each, the ratios to the limits and peers, and
+ * whether each speed target of the project is met.
+ */
+#include "bench.h"
+#include "../tools/tool.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAXOPS 32
+
+struct placement bench_place;
+uint64_t bench_gap_ns = 100000;
+
+void bench_gap(void)
+{
+	uint64_t end = bench_now() + bench_gap_ns;
+
+	while (bench_now() < end)
+		;
+}
+
+uint64_t bench_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+unsigned int bench_nth_cpu(unsigned int n)
+{
+	unsigned int cpu, k = 0;
+
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &bench_place.cpus) && k++ == n)
+			return cpu;
+	return bench_place.here;
+}
+
+void bench_pin(unsigned int cpu)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	sched_setaffinity(0, sizeof(one), &one);
+}
+
+int bench_add_sample(struct op *op, double ns)
+{
+	if (op->n == op->cap) {
+		size_t cap = op->cap ? op->cap * 2 : 1024;
+		double *p = realloc(op->ns, cap * sizeof(*p));
+
+		if (!p)
+			return -1;
+		op->ns = p;
+		op->cap = cap;
+	}
+	op->ns[op->n++] = ns;
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double pct(struct op *op, double p)
+{
+	size_t i;
+
+	if (!op->n)
+		return NAN;
+	i = (size_t)(p * (double)(op->n - 1) + 0.5);
+	return op->ns[i];
+}
+
+/* ---- running ---- */
+
+static void run_batch(struct op *op, double budget_ms, bool record)
+{
+	uint64_t end = bench_now() + (uint64_t)(budget_ms * 1e6);
+	const char *why = op->setup ? op->setup(op) : NULL;
+	unsigned int k = 0;
+
+	if (why) {
+		op->skip = why;
+		return;
+	}
+	do {
+		double ns = op->run(op);
+
+		if (ns < 0) {
+			/* what failed, and why: -errno where the op says */
+			snprintf(op->why, sizeof(op->why), "a call failed%s%s",
+				 ns <= -1 && ns > -4096 ? ": " : "",
+				 ns <= -1 && ns > -4096 ? strerror((int)-ns) : "");
+			op->error = op->why;
+			break;
+		}
+		if (record && k >= 2) /* the first two of a batch: warm-up */
+			bench_add_sample(op, ns);
+		k++;
+		bench_gap();
+	} while (bench_now() < end || k < 5);
+	if (op->teardown)
+		op->teardown(op);
+}
+
+/* A peer in a child: re-run ourselves with --child, read its samples. */
+static void run_child(struct op *op, double budget_ms, bool record)
+{
+	char budget[32], gap[32], line[256];
+	int fd[2], status;
+	FILE *f;
+	pid_t pid;
+
+	snprintf(budget, sizeof(budget), "%.0f", budget_ms);
+	if (pipe(fd) < 0)
+		return;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 1);
+		close(fd[0]);
+		close(fd[1]);
+		if (op->child_env)
+			putenv((char *)op->child_env);
+		cpuhog_shutdown(); /* the child needs no hogs */
+		snprintf(gap, sizeof(gap), "%llu",
+			 (unsigned long long)(bench_gap_ns / 1000));
+		execl("/proc/self/exe", "cpuhog", "bench", "--child", op->child,
+		      "--budget", budget, "--gap", gap, (char *)NULL);
+		_exit(127);
+	}
+	close(fd[1]);
+	f = fdopen(fd[0], "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "skip ", 5)) {
+			line[strcspn(line, "\n")] = 0;
+			op->skip = strdup(line + 5);
+		} else if (record) {
+			bench_add_sample(op, atof(line));
+		}
+	}
+	if (f)
+		fclose(f);
+	waitpid(pid, &status, 0);
+	if (!op->skip && (!WIFEXITED(status) || WEXITSTATUS(status)))
+		op->error = "the child failed";
+}
+
+static void run_rounds(struct op *ops, size_t n, const struct bench_opts *o)
+{
+	unsigned int r;
+	size_t i;
+
+	for (r = 0; r <= o->rounds; r++) /* round 0 warms up */
+		for (i = 0; i < n; i++) {
+			if (ops[i].skip || ops[i].error)
+				continue;
+			if (ops[i].child)
+				run_child(&ops[i], o->budget_ms, r > 0);
+			else
+				run_batch(&ops[i], r ? o->budget_ms : 2, r > 0);
+		}
+	for (i = 0; i < n; i++)
+		if (ops[i].n)
+			qsort(ops[i].ns, ops[i].n, sizeof(double), cmp_double);
+}
+
+/* ---- what the machine and the library are ---- */
+
+struct machine {
+	char model[128], kernel[256], idle[64], policy[96];
+	long rt_runtime, rt_period;
+	unsigned int online;
+};
+
+static void first_line(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+
+	snprintf(buf, size, "unknown");
+	if (f) {
+		if (fgets(buf, (int)size, f))
+			buf[strcspn(buf, "\n")] = 0;
+		fclose(f);
+	}
+}
+
+static void describe(struct machine *m, const struct cpuhog_info *in)
+{
+	char line[256], buf[64];
+	struct utsname u;
+	FILE *f = fopen("/proc/cpuinfo", "r");
+
+	snprintf(m->model, sizeof(m->model), "unknown");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+			snprintf(m->model, sizeof(m->model), "%s",
+				 strchr(line, ':') + 2);
+			m->model[strcspn(m->model, "\n")] = 0;
+			break;
+		}
+	if (f)
+		fclose(f);
+	uname(&u);
+	snprintf(m->kernel, sizeof(m->kernel), "%s %s", u.sysname, u.release);
+	first_line("/sys/devices/system/cpu/cpuidle/current_driver", m->idle,
+		   sizeof(m->idle));
+	first_line("/proc/sys/kernel/sched_rt_runtime_us", buf, sizeof(buf));
+	m->rt_runtime = atol(buf);
+	first_line("/proc/sys/kernel/sched_rt_period_us", buf, sizeof(buf));
+	m->rt_period = atol(buf);
+	m->online = (unsigned int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (in->policy == SCHED_FIFO)
+		snprintf(m->policy, sizeof(m->policy), "SCHED_FIFO %d",
+			 in->priority);
+	else
+		snprintf(m->policy, sizeof(m->policy), "SCHED_OTHER nice %d (%s)",
+			 in->nice, strerror(in->rt_errno));
+}
+
+/* ---- idle cost ---- */
+
+struct idle {
+	double seconds;
+	unsigned long long hog_ns; /* CPU time of all hogs while idle */
+	long rss_kib_per_cpu;	   /* resident memory the hogs added */
+	size_t stack;		   /* reserved stack per hog */
+};
+
+static unsigned long long hogs_runtime(void)
+{
+	char path[300], comm[32], stat[128];
+	unsigned long long sum = 0;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 e->d_name);
+		first_line(path, comm, sizeof(comm));
+		if (strncmp(comm, "cpuhog/", 7))
+			continue;
+		/* schedstat's first field: time spent on a CPU, in ns */
+		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat",
+			 e->d_name);
+		first_line(path, stat, sizeof(stat));
+		sum += strtoull(stat, NULL, 10);
+	}
+	if (d)
+		closedir(d);
+	return sum;
+}
+
+static long rss_kib(void)
+{
+	char line[256];
+	long kib = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "VmRSS:", 6))
+			kib = atol(line + 6);
+	if (f)
+		fclose(f);
+	return kib;
+}
+
+static int touch(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+/* Resident memory the hogs add, per CPU, in a fresh process. */
+static long rss_child(void)
+{
+	char line[64], exe[4096], cmd[4200];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	long kib = -1;
+	FILE *f;
+
+	if (len <= 0)
+		return -1;
+	exe[len] = 0;
+	snprintf(cmd, sizeof(cmd), "'%s' bench --child rss 2>/dev/null", exe);
+	fflush(NULL);
+	f = popen(cmd, "r");
+	if (f && fgets(line, sizeof(line), f))
+		kib = atol(line);
+	if (f)
+		pclose(f);
+	return kib;
+}
+
+int bench_rss_child(void)
+{
+	struct cpuhog_info in;
+	long rss0;
+	unsigned int cpu;
+
+	cpuhog_shutdown();
+	rss0 = rss_kib();
+	if (cpuhog_init(NULL) < 0 || cpuhog_get_info(&in) < 0)
+		return 1;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &in.cpus))
+			hog_one_cpu(cpu, touch, NULL);
+	printf("%ld\n", (rss_kib() - rss0 + (long)in.nr_hogs - 1) /
+				(long)in.nr_hogs);
+	return 0;
+}
+
+static void measure_idle(struct idle *id, double seconds)
+{
+	struct cpuhog_info in;
+	unsigned long long before;
+
+	cpuhog_get_info(&in);
+	id->stack = in.stack_size;
+	id->rss_kib_per_cpu = rss_child();
+	usleep(20000);
+	before = hogs_runtime();
+	usleep((useconds_t)(seconds * 1e6));
+	id->hog_ns = hogs_runtime() - before;
+	id->seconds = seconds;
+}
+
+/* ---- targets ---- */
+
+struct target {
+	const char *what, *a, *b; /* ratio = median(a) / median(b) */
+	bool at_most;		  /* ratio <= limit, else >= */
+	double limit;
+};
+
+static const struct target targets[] = {
+	{ "hog_one_cpu within 1.3x of the sleeping limit",
+	  "hog_one_cpu, other CPU", "limit: futex wake of a sleeping thread",
+	  true, 1.3 },
+	{ "hog_one_cpu at least 2x faster than a thread per call",
+	  "thread per call, other CPU", "hog_one_cpu, other CPU", false, 2.0 },
+	{ "stop_machine at least 2.5x faster than threads per call",
+	  "thread per CPU per call, stop", "stop_machine, all CPUs", false,
+	  2.5 },
+	{ "  the same, with a thread of ours running on the remote CPU",
+	  "thread per CPU per call, stop, remote busy",
+	  "stop_machine, all CPUs, remote busy", false, 2.5 },
+	{ "stop_machine no slower than a signal stop-the-world",
+	  "signal stop-the-world (Boehm GC)", "stop_machine, all CPUs", false,
+	  1.0 },
+	{ "hog_cpus no slower than OpenMP with passive waiting",
+	  "OpenMP parallel region, passive", "hog_cpus, all CPUs", false, 1.0 },
+	{ "hog_synchronize no slower than 2x membarrier PRIVATE_EXPEDITED",
+	  "hog_synchronize", "membarrier PRIVATE_EXPEDITED", true, 2.0 },
+	{ "  the same, with a thread of ours running on the remote CPU",
+	  "hog_synchronize, remote CPU busy",
+	  "membarrier PRIVATE_EXPEDITED, remote busy", true, 2.0 },
+	{ "hog_synchronize at least 100x faster than membarrier GLOBAL",
+	  "membarrier GLOBAL", "hog_synchronize", false, 100.0 },
+};
+
+static struct op *find(struct op *ops, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(ops[i].name, name))
+			return ops[i].n ? &ops[i] : NULL;
+	return NULL;
+}
+
+static double ratio_of(struct op *ops, size_t n, const struct target *t)
+{
+	struct op *a = find(ops, n, t->a), *b = find(ops, n, t->b);
+
+	return a && b ? pct(a, 0.5) / pct(b, 0.5) : NAN;
+}
+
+/* ---- output ---- */
+
+static void print_table(struct op *ops, size_t n, const struct machine *m,
+			const struct idle *id, const struct bench_opts *o)
+{
+	struct op *sleep = find(ops, n, "limit: futex wake of a sleeping thread");
+	struct op *spin = find(ops, n, "limit: cache-line round trip");
+	size_t i;
+
+	printf("cpuhog bench%s: %u rounds, %.0f ms per operation per round, "
+	       "%llu us between samples\n",
+	       o->quick ? " --quick" : "", o->rounds, o->budget_ms,
+	       (unsigned long long)(bench_gap_ns / 1000));
+	printf("machine: %s; %u CPUs online, %u hogged (caller on CPU %u, "
+	       "remote CPU %u)\n",
+	       m->model, m->online, bench_place.ncpus, bench_place.here,
+	       bench_place.there);
+	printf("kernel: %s; cpuidle: %s; hogs: %s; RT throttling %ld/%ld us\n\n",
+	       m->kernel, m->idle, m->policy, m->rt_runtime, m->rt_period);
+	printf("%-40s %10s %10s %9s %9s\n", "operation", "median us", "p99 us",
+	       "x sleep", "x spin");
+	for (i = 0; i < n; i++) {
+		struct op *op = &ops[i];
+
+		if (op->skip || op->error || !op->n) {
+			printf("%-40s %s: %s\n", op->name,
+			       op->skip ? "skipped" : "failed",
+			       op->skip ? op->skip
+					: op->error ? op->error : "no samples");
+			continue;
+		}
+		printf("%-40s %10.2f %10.2f", op->name, pct(op, 0.5) / 1e3,
+		       pct(op, 0.99) / 1e3);
+		if (sleep)
+			printf(" %9.2f", pct(op, 0.5) / pct(sleep, 0.5));
+		if (spin)
+			printf(" %9.1f", pct(op, 0.5) / pct(spin, 0.5));
+		printf("\n");
+	}
+	printf("\ntargets (ratios of medians, this run):\n");
+	for (i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+		const struct target *t = &targets[i];
+		double r = ratio_of(ops, n, t);
+
+		if (isnan(r))
+			printf("  %-64s n/a (a side was not measured)\n", t->what);
+		else
+			printf("  %-64s %8.2fx  %s\n", t->what, r,
+			       (t->at_most ? r <= t->limit : r >= t->limit)
+				       ? "met"
+				       : "MISSED");
+	}
+	printf("  %-64s %8.0f ns  %s\n", "idle: hogs' CPU time while idle",
+	       (double)id->hog_ns, id->hog_ns == 0 ? "met" : "MISSED");
+	printf("  %-64s %5zu KiB + %ld KiB resident  %s\n",
+	       "memory per CPU: stack reserved, resident added", id->stack >> 10,
+	       id->rss_kib_per_cpu,
+	       id->stack + 4096 <= 64 * 1024 ? "met" : "MISSED");
+}
+
+static void json_str(const char *k, const char *v, bool comma)
+{
+	printf("\"%s\": \"", k);
+	for (; *v; v++)
+		if (*v == '"' || *v == '\\')
+			printf("\\%c", *v);
+		else if ((unsigned char)*v >= 0x20)
+			putchar(*v);
+	printf("\"%s", comma ? ", " : "");
+}
+
+static void print_json(struct op *ops, size_t n, const struct machine *m,
+		       const struct idle *id, const struct bench_opts *o)
+{
+	size_t i;
+
+	printf("{\"quick\": %s, \"rounds\": %u, \"budget_ms\": %.1f, "
+	       "\"gap_us\": %llu, ",
+	       o->quick ? "true" : "false", o->rounds, o->budget_ms,
+	       (unsigned long long)(bench_gap_ns / 1000));
+	printf("\"machine\": {");
+	json_str("cpu_model", m->model, true);
+	json_str("kernel", m->kernel, true);
+	json_str("cpuidle", m->idle, true);
+	json_str("hog_policy", m->policy, true);
+	printf("\"cpus_online\": %u, \"cpus_hogged\": %u, \"caller_cpu\": %u, "
+	       "\"remote_cpu\": %u, \"rt_runtime_us\": %ld, \"rt_period_us\": %ld},\n",
+	       m->online, bench_place.ncpus, bench_place.here,
+	       bench_place.there, m->rt_runtime, m->rt_period);
+	printf(" \"operations\": [\n");
+	for (i = 0; i < n; i++) {
+		struct op *op = &ops[i];
+
+		printf("  {");
+		json_str("name", op->name, true);
+		json_str("kind", op->kind, true);
+		if (op->skip || op->error || !op->n)
+			json_str(op->skip ? "skipped" : "failed",
+				 op->skip ? op->skip
+					  : op->error ? op->error : "no samples",
+				 false);
+		else
+			printf("\"samples\": %zu, \"median_ns\": %.0f, "
+			       "\"p99_ns\": %.0f, \"min_ns\": %.0f",
+			       op->n, pct(op, 0.5), pct(op, 0.99), op->ns[0]);
+		printf("}%s\n", i + 1 < n ? "," : "");
+	}
+	printf(" ],\n \"targets\": [\n");
+	for (i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+		const struct target *t = &targets[i];
+		double r = ratio_of(ops, n, t);
+
+		printf("  {");
+		json_str("target", t->what, true);
+		json_str("numerator", t->a, true);
+		json_str("denominator", t->b, true);
+		printf("\"limit\": %.2f, \"at_most\": %s, ", t->limit,
+		       t->at_most ? "true" : "false");
+		if (isnan(r))
+			printf("\"ratio\": null, \"met\": null},\n");
+		else
+			printf("\"ratio\": %.3f, \"met\": %s},\n", r,
+			       (t->at_most ? r <= t->limit : r >= t->limit)
+				       ? "true"
+				       : "false");
+	}
+	printf("  {\"target\": \"idle CPU time\", \"seconds\": %.1f, "
+	       "\"hog_ns\": %llu, \"met\": %s},\n",
+	       id->seconds, id->hog_ns, id->hog_ns ? "false" : "true");
+	printf("  {\"target\": \"memory per CPU\", \"stack_bytes\": %zu, "
+	       "\"resident_kib\": %ld, \"met\": %s}\n ]}\n",
+	       id->stack, id->rss_kib_per_cpu,
+	       id->stack + 4096 <= 64 * 1024 ? "true" : "false");
+}
+
+/* ---- the command ---- */
+
+static int place(void)
+{
+	struct cpuhog_info in;
+	unsigned int cpu, k = 0;
+
+	if (cpuhog_get_info(&in) < 0)
+		return -1;
+	bench_place.cpus = in.cpus;
+	bench_place.ncpus = in.nr_hogs;
+	for (cpu = 0; cpu < CPU_SETSIZE && k < 2; cpu++)
+		if (CPU_ISSET(cpu, &in.cpus)) {
+			if (k++ == 0)
+				bench_place.here = bench_place.there = cpu;
+			else
+				bench_place.there = cpu;
+		}
+	bench_pin(bench_place.here);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: cpuhog bench [--quick] [--json] [--rounds N]\n"
+		   "  every call of libcpuhog against the limits and the "
+		   "peers, in one run\n"
+		   "  --quick     a short run (under 20 s)\n"
+		   "  --json      every figure as JSON instead of the table\n"
+		   "  --rounds N  rounds of batches (default 12, quick 4)\n"
+		   "  --gap US    pause between samples, so that each call finds\n"
+		   "              the other CPUs idle (default 100; 0: back to back)\n");
+}
+
+int cmd_bench(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "quick", no_argument, 0, 'q' },
+		{ "json", no_argument, 0, 'j' },
+		{ "rounds", required_argument, 0, 'r' },
+		{ "child", required_argument, 0, 'c' },
+		{ "budget", required_argument, 0, 'b' },
+		{ "gap", required_argument, 0, 'g' },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	struct bench_opts o = { .rounds = 0, .budget_ms = 0 };
+	struct op ops[MAXOPS];
+	struct machine m;
+	struct idle id;
+	struct cpuhog_info in;
+	const char *child = NULL;
+	size_t n = 0;
+	char *end;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'q': o.quick = true; break;
+		case 'j': o.json = true; break;
+		case 'r':
+			o.rounds = (unsigned int)strtoul(optarg, &end, 10);
+			if (*end || o.rounds < 1 || o.rounds > 1000) {
+				fprintf(stderr, "cpuhog bench: --rounds takes 1 to 1000\n");
+				return EXIT_USAGE;
+			}
+			break;
+		case 'c': child = optarg; break;
+		case 'b': o.budget_ms = atof(optarg); break;
+		case 'g':
+			bench_gap_ns = strtoull(optarg, &end, 10) * 1000;
+			if (*end || bench_gap_ns > 100000000ull) {
+				fprintf(stderr, "cpuhog bench: --gap takes 0 to 100000 (us)\n");
+				return EXIT_USAGE;
+			}
+			break;
+		case 'h': usage(stdout); return EXIT_OK;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "cpuhog bench: unexpected argument '%s'\n",
+			argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (place() < 0) {
+		fprintf(stderr, "cpuhog bench: cannot start the hogs\n");
+		return EXIT_RUNTIME;
+	}
+	if (child)
+		return bench_child(child, o.budget_ms > 0 ? o.budget_ms : 10);
+	if (!o.rounds)
+		o.rounds = o.quick ? 4 : 12;
+	o.budget_ms = o.quick ? 12 : 50;
+	memset(ops, 0, sizeof(ops));
+	n += ours_ops(ops + n);
+	n += limit_ops(ops + n);
+	n += peer_ops(ops + n);
+	if (!o.json)
+		fprintf(stderr, "cpuhog bench: measuring %zu operations...\n", n);
+	run_rounds(ops, n, &o);
+	cpuhog_get_info(&in);
+	describe(&m, &in);
+	measure_idle(&id, o.quick ? 1.0 : 3.0);
+	if (o.json)
+		print_json(ops, n, &m, &id, &o);
+	else
+		print_table(ops, n, &m, &id, &o);
+	cpuhog_shutdown();
+	return EXIT_OK;
+}

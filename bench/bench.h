@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cpuhog bench: every call of the library against the physical limits
+ * and the peers, interleaved round by round in one run, so that a noisy
+ * machine moves all figures together and the ratios hold.
+ */
+#ifndef CPUHOG_BENCH_H
+#define CPUHOG_BENCH_H
+
+#include <cpuhog.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The placement every measurement shares: the caller on @here, the
+ * remote side on @there. */
+struct placement {
+	unsigned int here, there;
+	unsigned int ncpus; /* hogged CPUs */
+	cpu_set_t cpus;
+};
+
+struct op;
+/* One timed operation; returns nanoseconds, or < 0 on failure. */
+typedef double (*op_run_fn)(struct op *op);
+
+struct op {
+	const char *name;
+	const char *kind; /* "ours", "limit", "peer" */
+	/* per batch: start helpers; returns NULL or why it is skipped */
+	const char *(*setup)(struct op *op);
+	op_run_fn run;
+	void (*teardown)(struct op *op);
+	/* a peer measured in a child process: its tag */
+	const char *child;
+	const char *child_env; /* NAME=VALUE for the child, or NULL */
+	const char *skip;      /* why it was not measured */
+	const char *error;     /* why it stopped (a failed call) */
+	void *state;
+	char why[96];
+	double *ns;
+	size_t n, cap;
+};
+
+struct bench_opts {
+	bool quick, json;
+	unsigned int rounds;
+	double budget_ms; /* per op per round */
+};
+
+extern struct placement bench_place;
+
+uint64_t bench_now(void);
+/* The pause between two samples, spinning: every operation finds the
+ * other side idle, as a library that sleeps when idle usually does. */
+extern uint64_t bench_gap_ns;
+void bench_gap(void);
+void bench_pin(unsigned int cpu);
+unsigned int bench_nth_cpu(unsigned int n);
+int bench_add_sample(struct op *op, double ns);
+
+/* A thread of ours spinning on the remote CPU during a batch: the case
+ * where a barrier has a running thread to reach. */
+const char *busy_setup(struct op *op);
+void busy_teardown(struct op *op);
+
+/* The operations, by family; each fills @ops and returns how many. */
+size_t ours_ops(struct op *ops);
+size_t limit_ops(struct op *ops);
+size_t peer_ops(struct op *ops);
+
+/* Children: `cpuhog bench --child TAG BUDGET_MS` prints one sample a
+ * line ("NAME NS").  Returns the exit status. */
+int bench_child(const char *tag, double budget_ms);
+int bench_rss_child(void);
+
+#endif

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/* Our calls, and the same calls with the caller's brief spin turned off. */
+#include "bench.h"
+
+#include <errno.h>
+#include <string.h>
+
+static int nothing(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static double timed(int r, uint64_t t0)
+{
+	uint64_t t1 = bench_now();
+
+	return r < 0 ? r : (double)(t1 - t0); /* -errno: failed */
+}
+
+static double one_remote(struct op *op)
+{
+	uint64_t t0 = bench_now();
+
+	(void)op;
+	return timed(hog_one_cpu(bench_place.there, nothing, NULL), t0);
+}
+
+static double one_local(struct op *op)
+{
+	uint64_t t0 = bench_now();
+
+	(void)op;
+	return timed(hog_one_cpu(bench_place.here, nothing, NULL), t0);
+}
+
+static double nowait_remote(struct op *op)
+{
+	struct cpuhog_work w = CPUHOG_WORK_INIT;
+	uint64_t t0 = bench_now();
+
+	(void)op;
+	if (!hog_one_cpu_nowait(bench_place.there, nothing, NULL, &w))
+		return -EAGAIN;
+	return timed(hog_work_wait(&w), t0);
+}
+
+static double cpus_all(struct op *op)
+{
+	uint64_t t0 = bench_now();
+
+	(void)op;
+	return timed(hog_cpus(sizeof(bench_place.cpus), &bench_place.cpus,
+			      nothing, NULL),
+		     t0);
+}
+
+static double stop_all(struct op *op)
+{
+	uint64_t t0 = bench_now();
+
+	(void)op;
+	return timed(stop_machine(nothing, NULL, 0, NULL), t0);
+}
+
+static double synchronize(struct op *op)
+{
+	uint64_t t0 = bench_now();
+
+	(void)op;
+	return timed(hog_synchronize(), t0);
+}
+
+static const char *need_two(struct op *op)
+{
+	(void)op;
+	return bench_place.here == bench_place.there ? "needs two CPUs" : NULL;
+}
+
+/* The no-spin variants run on a library initialised without the spin. */
+static const char *nospin_setup(struct op *op)
+{
+	struct cpuhog_attr a;
+	const char *why = need_two(op);
+
+	if (why)
+		return why;
+	cpuhog_shutdown();
+	cpuhog_attr_init(&a);
+	a.spin_ns = CPUHOG_NO_SPIN;
+	return cpuhog_init(&a) == 0 ? NULL : "cpuhog_init failed";
+}
+
+static void nospin_teardown(struct op *op)
+{
+	(void)op;
+	cpuhog_shutdown();
+	cpuhog_init(NULL);
+}
+
+size_t ours_ops(struct op *ops)
+{
+	const struct op list[] = {
+		{ .name = "hog_one_cpu, other CPU", .setup = need_two,
+		  .run = one_remote },
+		{ .name = "hog_one_cpu, own CPU", .run = one_local },
+		{ .name = "hog_one_cpu_nowait + hog_work_wait",
+		  .setup = need_two, .run = nowait_remote },
+		{ .name = "hog_cpus, all CPUs", .run = cpus_all },
+		{ .name = "stop_machine, all CPUs", .run = stop_all },
+		{ .name = "stop_machine, all CPUs, remote busy",
+		  .setup = busy_setup, .run = stop_all,
+		  .teardown = busy_teardown },
+		{ .name = "hog_synchronize", .run = synchronize },
+		{ .name = "hog_synchronize, remote CPU busy",
+		  .setup = busy_setup, .run = synchronize,
+		  .teardown = busy_teardown },
+		{ .name = "hog_one_cpu, other CPU, no spin",
+		  .setup = nospin_setup, .run = one_remote,
+		  .teardown = nospin_teardown },
+		{ .name = "stop_machine, all CPUs, no spin",
+		  .setup = nospin_setup, .run = stop_all,
+		  .teardown = nospin_teardown },
+	};
+	size_t i, n = sizeof(list) / sizeof(list[0]);
+
+	for (i = 0; i < n; i++) {
+		ops[i] = list[i];
+		ops[i].kind = "ours";
+	}
+	return n;
+}
