@@ -47,6 +47,14 @@ CM
 cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/cm/build" >/dev/null
 "$tmp/cm/build/each_cpu" >/dev/null
-[ -n "$(ls "$tmp/prefix/share/man/man1" "$tmp/prefix/share/man/man3" 2>/dev/null)" ] ||
-	echo "note: no man pages installed yet"
+for m in man1/cpuhog.1 man3/cpuhog.3 man3/hog_one_cpu.3 man3/stop_machine.3; do
+	[ -e "$tmp/prefix/share/man/$m" ] || { echo "not installed: man/$m"; exit 1; }
+done
+if command -v man >/dev/null; then
+	MANWIDTH=80 man -l "$tmp/prefix/share/man/man3/cpuhog.3" 2>/dev/null | grep -q "stop_machine" ||
+		{ echo "man -l cannot render cpuhog(3)"; exit 1; }
+	MANPATH="$tmp/prefix/share/man" man 3 hog_one_cpu 2>/dev/null | grep -q "hog_one_cpu" ||
+		{ echo "man 3 hog_one_cpu does not find the page"; exit 1; }
+fi
+[ -x "$tmp/prefix/bin/cpuhog" ] || { echo "not installed: bin/cpuhog"; exit 1; }
 echo "install OK: pkg-config and find_package(cpuhog)"

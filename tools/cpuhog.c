@@ -11,6 +11,9 @@ static const struct {
 	int (*run)(int argc, char **argv);
 	const char *what;
 } cmds[] = {
+	{ "info", cmd_info, "what the library gets on this machine" },
+	{ "stall", cmd_stall, "monopolize CPUs for a while: a fault injector" },
+	{ "noise", cmd_noise, "operating-system noise on each CPU" },
 	{ "bench", cmd_bench, "measure every call against the limits and peers" },
 	{ "tour", cmd_tour, "run each call on every CPU and time it" },
 };

@@ -2,10 +2,26 @@
 #ifndef CPUHOG_TOOL_H
 #define CPUHOG_TOOL_H
 
+#include "parse.h"
+
+#include <cpuhog.h>
+#include <stdio.h>
+
 /* Exit statuses of every subcommand. */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
 int cmd_tour(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_stall(int argc, char **argv);
+int cmd_noise(int argc, char **argv);
+
+/* Parse @list against the hogged CPUs; *all: it is every one of them.
+ * Returns the count, or -EXIT_USAGE / -EXIT_RUNTIME after a message. */
+int tool_cpus(const char *cmd, const char *list, cpu_set_t *set, int *all);
+/* Parse a duration option; -1 after a message. */
+int tool_duration(const char *cmd, const char *opt, const char *s,
+		  uint64_t *ns);
+void json_string(FILE *f, const char *s);
 
 #endif

@@ -1,0 +1,77 @@
+#!/bin/sh
+# The cpuhog command, end to end: each subcommand with short durations,
+# its output and exit status, and bad input (a clear error, status 2,
+# nothing hogged).   usage: tool_test.sh CPUHOG
+set -u
+B=$1
+fails=0 passes=0
+ok() { passes=$((passes + 1)); }
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# expect STATUS PATTERN ARGS...: exit status and a pattern in the output
+expect() {
+	want=$1 pat=$2
+	shift 2
+	out=$("$B" "$@" 2>&1)
+	rc=$?
+	[ "$rc" = "$want" ] || { bad "cpuhog $*: exit $rc, want $want: $out"; return; }
+	echo "$out" | grep -q -- "$pat" || { bad "cpuhog $*: no '$pat' in: $out"; return; }
+	ok
+}
+
+expect 0 "^cpuhog [0-9]" --version
+expect 0 "commands:" --help
+expect 2 "unknown command" frobnicate
+expect 2 "usage" 
+for c in info stall noise bench; do expect 0 "usage: cpuhog $c" "$c" --help; done
+
+expect 0 "CPUs hogged:" info
+expect 0 '"nr_hogs"' info --json
+expect 2 "unexpected argument" info extra
+expect 2 "usage" info --bogus
+
+expect 0 "stall 1: CPUs 0 held" stall --cpus 0 --for 5ms
+expect 0 "stall 3:" stall --cpus 0 --for 2ms --every 20ms --count 3
+expect 0 "stop_machine" stall --cpus all --for 5ms
+
+# bad input: status 2, a one-line error, no stall at all
+for args in "--cpus 99999 --for 5ms" "--cpus 3-1 --for 5ms" \
+	"--cpus 0 --for -5ms" "--cpus 0 --for 10parsecs" "--cpus 0 --for 5" \
+	"--cpus 0 --for 600ms" "--cpus all --for 60ms --every 100ms" \
+	"--cpus 0" "--for 5ms" "--cpus 0, --for 5ms" "--cpus x --for 5ms" \
+	"--cpus 0 --for 5ms --count 0" "--cpus 0 --for 50ms --every 10ms"; do
+	# shellcheck disable=SC2086
+	out=$("$B" stall $args 2>&1)
+	rc=$?
+	lines=$(echo "$out" | wc -l)
+	if [ "$rc" != 2 ] || [ "$lines" != 1 ] || echo "$out" | grep -q "^stall "; then
+		bad "stall $args: exit $rc, $lines lines: $out"
+	else
+		ok
+	fi
+done
+
+# Ctrl-C ends a periodic stall cleanly between stalls
+"$B" stall --cpus 0 --for 1ms --every 50ms >/tmp/cpuhog-stall.$$ 2>&1 &
+pid=$!
+sleep 0.5
+kill -INT $pid
+wait $pid
+rc=$?
+grep -q "interrupted after" /tmp/cpuhog-stall.$$ && [ "$rc" = 0 ] && ok ||
+	bad "stall interrupted: exit $rc: $(cat /tmp/cpuhog-stall.$$)"
+rm -f /tmp/cpuhog-stall.$$
+
+expect 0 "max gap" noise --cpus 0 --duration 200ms
+expect 0 '"max_gap_ns"' noise --cpus all --duration 150ms --json --threshold 2us
+expect 2 "needs --cpus" noise --duration 1s
+expect 2 "bad duration" noise --cpus 0 --duration 3parsecs
+expect 2 "has no hog" noise --cpus 4000 --duration 10ms
+if command -v python3 >/dev/null; then
+	"$B" noise --cpus all --duration 120ms --json | python3 -m json.tool >/dev/null &&
+		ok || bad "noise --json does not parse"
+	"$B" info --json | python3 -m json.tool >/dev/null && ok || bad "info --json does not parse"
+fi
+
+echo "$passes passed, $fails failed"
+[ "$fails" = 0 ]

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/* What the subcommands share: CPU lists checked against the hogs, JSON. */
+#include "tool.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int tool_cpus(const char *cmd, const char *list, cpu_set_t *set, int *all)
+{
+	struct cpuhog_info in;
+	char err[256], name[32];
+	cpu_set_t bad;
+	int n, cpu;
+
+	if (cpuhog_get_info(&in) < 0) {
+		fprintf(stderr, "cpuhog %s: cannot start the hogs\n", cmd);
+		return -EXIT_RUNTIME;
+	}
+	n = parse_cpulist(list, sizeof(*set), set, &in.cpus, sizeof(in.cpus),
+			  err, sizeof(err));
+	if (n < 0) {
+		fprintf(stderr, "cpuhog %s: %s\n", cmd, err);
+		return -EXIT_USAGE;
+	}
+	CPU_XOR(&bad, set, &in.cpus);
+	CPU_AND(&bad, &bad, set);
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, &bad)) {
+			format_cpulist(sizeof(in.cpus), &in.cpus, name,
+				       sizeof(name));
+			fprintf(stderr,
+				"cpuhog %s: CPU %d has no hog (offline, or not "
+				"this process's); hogged CPUs: %s\n",
+				cmd, cpu, name);
+			return -EXIT_USAGE;
+		}
+	if (n == 0) {
+		fprintf(stderr, "cpuhog %s: empty CPU list\n", cmd);
+		return -EXIT_USAGE;
+	}
+	*all = CPU_EQUAL(set, &in.cpus);
+	return n;
+}
+
+int tool_duration(const char *cmd, const char *opt, const char *s,
+		  uint64_t *ns)
+{
+	char err[256];
+
+	if (parse_duration(s, ns, err, sizeof(err)) < 0) {
+		fprintf(stderr, "cpuhog %s: %s: %s\n", cmd, opt, err);
+		return -1;
+	}
+	return 0;
+}
+
+void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", (unsigned char)*s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cpuhog noise --cpus LIST --duration D [--threshold T] [--json]
+ *
+ * Operating-system noise, measured from inside a hog: on each CPU a hog
+ * reads the clock in a tight loop and records every gap above the
+ * threshold (an interrupt, a kernel thread, the hypervisor: whatever
+ * outranks a SCHED_FIFO 99 thread).  The run is cut into 100 ms hogs with
+ * 20 ms between them, so that no hog comes near the RT throttling budget
+ * and the rest of the machine keeps running.  The peer is rt-tests'
+ * oslat on the same CPUs for the same time.
+ */
+#include "tool.h"
+
+#include <getopt.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SLICE_NS 100000000ull
+#define REST_NS 20000000ull
+#define NBUCKETS 40 /* log2 of the gap in ns: up to ~18 minutes */
+
+struct cpu_noise {
+	uint64_t measured, noise, max, gaps;
+	uint64_t hist[NBUCKETS];
+};
+
+struct noise_run {
+	uint64_t slice, threshold;
+	struct cpu_noise cpu[CPU_SETSIZE]; /* each written by its own hog */
+};
+
+static uint64_t now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static unsigned int bucket(uint64_t ns)
+{
+	unsigned int b = 63u - (unsigned int)__builtin_clzll(ns | 1);
+
+	return b < NBUCKETS ? b : NBUCKETS - 1;
+}
+
+/* One slice on this CPU: every gap between two clock reads above the
+ * threshold is time something else had the CPU. */
+static int sample(void *arg)
+{
+	struct noise_run *run = arg;
+	struct cpu_noise *c = &run->cpu[sched_getcpu()];
+	uint64_t t0 = now(), prev = t0, t = t0;
+
+	while (t - t0 < run->slice) {
+		uint64_t gap;
+
+		t = now();
+		gap = t - prev;
+		if (gap > run->threshold) {
+			c->noise += gap;
+			c->gaps++;
+			c->hist[bucket(gap)]++;
+			if (gap > c->max)
+				c->max = gap;
+		}
+		prev = t;
+	}
+	c->measured += t - t0;
+	return 0;
+}
+
+static void show_hist(const struct cpu_noise *c)
+{
+	char lo[32], hi[32];
+	unsigned int b;
+
+	for (b = 0; b < NBUCKETS; b++) {
+		if (!c->hist[b])
+			continue;
+		format_duration(1ull << b, lo, sizeof(lo));
+		format_duration(2ull << b, hi, sizeof(hi));
+		printf("    [%s, %s): %llu\n", lo, hi,
+		       (unsigned long long)c->hist[b]);
+	}
+}
+
+static void print_text(const struct noise_run *run, const cpu_set_t *set)
+{
+	char noise[32], max[32], th[32];
+	int cpu;
+
+	format_duration(run->threshold, th, sizeof(th));
+	printf("%-5s %10s %12s %11s %11s %8s\n", "CPU", "measured", "noise",
+	       "available", "max gap", "gaps");
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		const struct cpu_noise *c = &run->cpu[cpu];
+
+		if (!CPU_ISSET(cpu, set))
+			continue;
+		format_duration(c->noise, noise, sizeof(noise));
+		format_duration(c->max, max, sizeof(max));
+		printf("%-5d %8.3f s %12s %10.4f%% %11s %8llu\n", cpu,
+		       c->measured / 1e9, noise,
+		       c->measured ? 100.0 * (double)(c->measured - c->noise) /
+					     (double)c->measured
+				   : 0.0,
+		       max, (unsigned long long)c->gaps);
+		show_hist(c);
+	}
+	printf("(gaps above %s between two clock reads in a SCHED_FIFO hog)\n",
+	       th);
+}
+
+static void print_json(const struct noise_run *run, const cpu_set_t *set,
+		       uint64_t duration)
+{
+	int cpu, first = 1;
+	unsigned int b;
+
+	printf("{\"duration_ns\": %llu, \"threshold_ns\": %llu, \"cpus\": [",
+	       (unsigned long long)duration,
+	       (unsigned long long)run->threshold);
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		const struct cpu_noise *c = &run->cpu[cpu];
+
+		if (!CPU_ISSET(cpu, set))
+			continue;
+		printf("%s\n  {\"cpu\": %d, \"measured_ns\": %llu, "
+		       "\"noise_ns\": %llu, \"available_pct\": %.4f, "
+		       "\"max_gap_ns\": %llu, \"gaps\": %llu, \"histogram\": [",
+		       first ? "" : ",", cpu, (unsigned long long)c->measured,
+		       (unsigned long long)c->noise,
+		       c->measured ? 100.0 * (double)(c->measured - c->noise) /
+					     (double)c->measured
+				   : 0.0,
+		       (unsigned long long)c->max, (unsigned long long)c->gaps);
+		first = 0;
+		for (b = 0; b < NBUCKETS; b++)
+			if (c->hist[b])
+				printf("{\"from_ns\": %llu, \"count\": %llu}%s",
+				       1ull << b,
+				       (unsigned long long)c->hist[b],
+				       ", ");
+		printf("null]}");
+	}
+	printf("\n]}\n");
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cpuhog noise --cpus LIST --duration D [--threshold T] [--json]\n"
+		"  OS noise on each CPU, from inside a hog (gaps above T, default 1us)\n");
+}
+
+int cmd_noise(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "cpus", required_argument, 0, 'c' },
+		{ "duration", required_argument, 0, 'd' },
+		{ "threshold", required_argument, 0, 't' },
+		{ "json", no_argument, 0, 'j' },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	static struct noise_run run;
+	const char *cpus = NULL;
+	uint64_t duration = 0, done = 0, t0;
+	struct cpuhog_attr a;
+	cpu_set_t set;
+	int json = 0, all, c, r, progress;
+
+	run.threshold = 1000;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c': cpus = optarg; break;
+		case 'd':
+			if (tool_duration("noise", "--duration", optarg, &duration))
+				return EXIT_USAGE;
+			break;
+		case 't':
+			if (tool_duration("noise", "--threshold", optarg,
+					  &run.threshold))
+				return EXIT_USAGE;
+			break;
+		case 'j': json = 1; break;
+		case 'h': usage(stdout); return EXIT_OK;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind < argc || !cpus || !duration || !run.threshold) {
+		if (optind < argc)
+			fprintf(stderr, "cpuhog noise: unexpected argument '%s'\n",
+				argv[optind]);
+		else
+			fprintf(stderr, "cpuhog noise: needs --cpus LIST and "
+					"--duration D (and a threshold above 0)\n");
+		return EXIT_USAGE;
+	}
+	cpuhog_attr_init(&a);
+	a.overrun_ns = SLICE_NS * 2; /* a slice is long on purpose */
+	if (cpuhog_init(&a) < 0) {
+		fprintf(stderr, "cpuhog noise: cannot start the hogs\n");
+		return EXIT_RUNTIME;
+	}
+	r = tool_cpus("noise", cpus, &set, &all);
+	if (r < 0)
+		return -r;
+	progress = isatty(2) && duration > 2000000000ull && !json;
+	t0 = now();
+	while (done < duration) {
+		run.slice = duration - done < SLICE_NS ? duration - done
+						       : SLICE_NS;
+		r = hog_cpus(sizeof(set), &set, sample, &run);
+		if (r < 0) {
+			fprintf(stderr, "cpuhog noise: hog_cpus: %s\n",
+				strerror(-r));
+			return EXIT_RUNTIME;
+		}
+		done += run.slice;
+		if (progress)
+			fprintf(stderr, "\rnoise: %.1f of %.1f s", done / 1e9,
+				duration / 1e9);
+		if (done < duration)
+			usleep(REST_NS / 1000); /* let the machine breathe */
+	}
+	if (progress)
+		fprintf(stderr, "\r%40s\r", "");
+	if (json)
+		print_json(&run, &set, now() - t0);
+	else
+		print_text(&run, &set);
+	cpuhog_shutdown();
+	return EXIT_OK;
+}

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+#include "parse.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(char *err, size_t size, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (err && size)
+		vsnprintf(err, size, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* A CPU number: decimal digits only, at most PARSE_MAX_CPU. */
+static const char *cpu_number(const char *p, unsigned long *out)
+{
+	unsigned long v = 0;
+
+	if (!isdigit((unsigned char)*p))
+		return NULL;
+	while (isdigit((unsigned char)*p)) {
+		v = v * 10 + (unsigned long)(*p++ - '0');
+		if (v > PARSE_MAX_CPU)
+			return NULL;
+	}
+	*out = v;
+	return p;
+}
+
+int parse_cpulist(const char *s, size_t setsize, cpu_set_t *set,
+		  const cpu_set_t *all, size_t allsize, char *err,
+		  size_t errsize)
+{
+	const char *p = s;
+	unsigned long lo, hi, cpu;
+	int n = 0;
+
+	CPU_ZERO_S(setsize, set);
+	if (!s || !*s)
+		return fail(err, errsize, "empty CPU list");
+	if (!strcmp(s, "all")) {
+		if (!all)
+			return fail(err, errsize, "'all' is not allowed here");
+		memcpy(set, all, allsize < setsize ? allsize : setsize);
+		return CPU_COUNT_S(setsize, set);
+	}
+	for (;;) {
+		const char *q = cpu_number(p, &lo);
+
+		if (!q)
+			return fail(err, errsize,
+				    "bad CPU list '%s': expected a CPU number "
+				    "(0-%u) at '%s'",
+				    s, PARSE_MAX_CPU, p);
+		hi = lo;
+		if (*q == '-') {
+			const char *r = cpu_number(q + 1, &hi);
+
+			if (!r)
+				return fail(err, errsize,
+					    "bad CPU list '%s': bad range end at '%s'",
+					    s, q + 1);
+			if (hi < lo)
+				return fail(err, errsize,
+					    "bad CPU list '%s': range %lu-%lu runs backwards",
+					    s, lo, hi);
+			q = r;
+		}
+		if (hi >= setsize * 8)
+			return fail(err, errsize,
+				    "CPU %lu has no hog (CPU ids here end at %zu)",
+				    hi, setsize * 8 - 1);
+		for (cpu = lo; cpu <= hi; cpu++)
+			if (!CPU_ISSET_S(cpu, setsize, set)) {
+				CPU_SET_S(cpu, setsize, set);
+				n++;
+			}
+		if (!*q)
+			return n;
+		if (*q != ',')
+			return fail(err, errsize,
+				    "bad CPU list '%s': unexpected '%c'", s, *q);
+		p = q + 1;
+	}
+}
+
+int parse_duration(const char *s, uint64_t *ns, char *err, size_t errsize)
+{
+	static const struct {
+		const char *unit;
+		double ns;
+	} units[] = { { "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 } };
+	const char *p = s;
+	double v;
+	char *end;
+	size_t i;
+
+	if (!s || !*s)
+		return fail(err, errsize, "empty duration");
+	if (*p == '-')
+		return fail(err, errsize, "duration '%s' is negative", s);
+	if (!isdigit((unsigned char)*p) && *p != '.')
+		return fail(err, errsize, "bad duration '%s': expected a number",
+			    s);
+	errno = 0;
+	v = strtod(p, &end);
+	if (end == p || errno)
+		return fail(err, errsize, "bad duration '%s'", s);
+	if (!*end)
+		return fail(err, errsize,
+			    "duration '%s' needs a unit: ns, us, ms or s", s);
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(end, units[i].unit)) {
+			double t = v * units[i].ns;
+
+			if (!(t >= 0) || t > 1e18) /* NaN fails too */
+				return fail(err, errsize,
+					    "duration '%s' is out of range", s);
+			*ns = (uint64_t)(t + 0.5);
+			return 0;
+		}
+	return fail(err, errsize,
+		    "bad duration '%s': unknown unit '%s' (ns, us, ms, s)", s,
+		    end);
+}
+
+void format_cpulist(size_t setsize, const cpu_set_t *set, char *buf,
+		    size_t size)
+{
+	size_t bits = setsize * 8, cpu = 0, used = 0;
+
+	buf[0] = 0;
+	while (cpu < bits && used + 1 < size) {
+		size_t end;
+
+		if (!CPU_ISSET_S(cpu, setsize, set)) {
+			cpu++;
+			continue;
+		}
+		for (end = cpu; end + 1 < bits && CPU_ISSET_S(end + 1, setsize, set);
+		     end++)
+			;
+		int w = end > cpu ? snprintf(buf + used, size - used,
+					     "%s%zu-%zu", used ? "," : "", cpu,
+					     end)
+				  : snprintf(buf + used, size - used, "%s%zu",
+					     used ? "," : "", cpu);
+
+		if (w < 0 || (size_t)w >= size - used)
+			break; /* truncated: keep what fits */
+		used += (size_t)w;
+		cpu = end + 1;
+	}
+	if (!buf[0])
+		snprintf(buf, size, "none");
+}
+
+void format_duration(uint64_t ns, char *buf, size_t size)
+{
+	if (ns < 1000)
+		snprintf(buf, size, "%llu ns", (unsigned long long)ns);
+	else if (ns < 1000000)
+		snprintf(buf, size, "%.2f us", ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, size, "%.2f ms", ns / 1e6);
+	else
+		snprintf(buf, size, "%.3f s", ns / 1e9);
+}

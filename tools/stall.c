@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cpuhog stall --cpus LIST --for DURATION [--every PERIOD] [--count N]
+ *              [--force]
+ *
+ * A fault injector: monopolize CPUs for DURATION, once or periodically,
+ * to reproduce a stop-the-world pause or a hypervisor stall and test the
+ * heartbeats, timeouts and latency budgets of other software.  Every
+ * hogged CPU at once: stop_machine (all held in one rendezvous); a subset:
+ * hog_cpus.  Refuses stalls over 500 ms, or holding every CPU more than
+ * half of each period, unless --force.  Ctrl-C ends it between stalls.
+ */
+#include "tool.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_SAFE_NS 500000000ull
+
+static volatile sig_atomic_t interrupted;
+
+static void on_int(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static uint64_t now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct stall {
+	uint64_t ns;
+	_Atomic uint64_t held[CPU_SETSIZE]; /* measured, per CPU */
+};
+
+/* Runs on every stalled CPU: spin, reading the clock, for the length. */
+static int spin(void *arg)
+{
+	struct stall *s = arg;
+	uint64_t t0 = now(), t;
+
+	do
+		t = now();
+	while (t - t0 < s->ns);
+	atomic_store_explicit(&s->held[sched_getcpu()], t - t0,
+			      memory_order_relaxed);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cpuhog stall --cpus LIST --for DURATION [--every PERIOD]\n"
+		"                    [--count N] [--force]\n"
+		"  monopolize CPUs for DURATION (e.g. 20ms), once or every PERIOD\n"
+		"  --cpus LIST   CPUs as for taskset -c (0-3,8) or 'all'\n"
+		"  --count N     how many stalls (default 1; with --every: until Ctrl-C)\n"
+		"  --force       allow stalls over 500 ms, or every CPU held more\n"
+		"                than half of each period\n");
+}
+
+struct stall_opts {
+	const char *cpus;
+	uint64_t len, every;
+	long count;
+	int force;
+};
+
+static int parse_opts(int argc, char **argv, struct stall_opts *o)
+{
+	static const struct option lo[] = {
+		{ "cpus", required_argument, 0, 'c' },
+		{ "for", required_argument, 0, 'f' },
+		{ "every", required_argument, 0, 'e' },
+		{ "count", required_argument, 0, 'n' },
+		{ "force", no_argument, 0, 'F' },
+		{ "help", no_argument, 0, 'h' },
+		{ 0, 0, 0, 0 },
+	};
+	char *end;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->count = -1;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c': o->cpus = optarg; break;
+		case 'f':
+			if (tool_duration("stall", "--for", optarg, &o->len))
+				return EXIT_USAGE;
+			break;
+		case 'e':
+			if (tool_duration("stall", "--every", optarg, &o->every))
+				return EXIT_USAGE;
+			break;
+		case 'n':
+			errno = 0;
+			o->count = strtol(optarg, &end, 10);
+			if (*end || errno || o->count < 1) {
+				fprintf(stderr, "cpuhog stall: --count takes a "
+						"positive number, not '%s'\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'F': o->force = 1; break;
+		case 'h': usage(stdout); return -1;
+		default: usage(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "cpuhog stall: unexpected argument '%s'\n",
+			argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (!o->cpus || !o->len) {
+		fprintf(stderr, "cpuhog stall: needs --cpus LIST and --for "
+				"DURATION (above 0)\n");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+/* The safety rules; a message and EXIT_USAGE when broken. */
+static int check_safe(const struct stall_opts *o, int all)
+{
+	if (o->every && o->len > o->every) {
+		fprintf(stderr, "cpuhog stall: --for is longer than --every\n");
+		return EXIT_USAGE;
+	}
+	if (o->force)
+		return EXIT_OK;
+	if (o->len > MAX_SAFE_NS) {
+		fprintf(stderr, "cpuhog stall: a stall over 500 ms freezes "
+				"those CPUs; add --force if you mean it\n");
+		return EXIT_USAGE;
+	}
+	if (all && o->every && o->len * 2 > o->every) {
+		fprintf(stderr, "cpuhog stall: holding every CPU more than half "
+				"of each period; add --force if you mean it\n");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+static int stall_once(const cpu_set_t *set, int all, struct stall *s,
+		      long k)
+{
+	uint64_t t0 = now(), total, most = 0;
+	char list[256], took[32], held[32];
+	int r, cpu;
+
+	memset(s->held, 0, sizeof(s->held));
+	r = all ? stop_machine(spin, s, sizeof(*set), set)
+		: hog_cpus(sizeof(*set), set, spin, s);
+	total = now() - t0;
+	if (r < 0) {
+		fprintf(stderr, "cpuhog stall: %s failed: %s\n",
+			all ? "stop_machine" : "hog_cpus", strerror(-r));
+		return EXIT_RUNTIME;
+	}
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (atomic_load(&s->held[cpu]) > most)
+			most = atomic_load(&s->held[cpu]);
+	format_cpulist(sizeof(*set), set, list, sizeof(list));
+	format_duration(most, held, sizeof(held));
+	format_duration(total, took, sizeof(took));
+	printf("stall %ld: CPUs %s held %s (%s), call took %s\n", k, list, held,
+	       all ? "stop_machine" : "hog_cpus", took);
+	fflush(stdout);
+	return EXIT_OK;
+}
+
+static void sleep_until(uint64_t t)
+{
+	uint64_t n = now();
+	struct timespec ts;
+
+	if (t <= n)
+		return;
+	ts.tv_sec = (time_t)((t - n) / 1000000000ull);
+	ts.tv_nsec = (long)((t - n) % 1000000000ull);
+	nanosleep(&ts, NULL); /* Ctrl-C cuts it short */
+}
+
+int cmd_stall(int argc, char **argv)
+{
+	struct stall_opts o;
+	struct cpuhog_attr a;
+	struct sigaction sa;
+	static struct stall s;
+	cpu_set_t set;
+	uint64_t next;
+	int all = 0, r;
+	long k;
+
+	r = parse_opts(argc, argv, &o);
+	if (r)
+		return r < 0 ? EXIT_OK : r;
+	/* no hog before the input is known good: bad input hogs nothing */
+	r = check_safe(&o, 0);
+	if (r)
+		return r;
+	cpuhog_attr_init(&a);
+	a.overrun_ns = o.len + 1000000000ull; /* long on purpose: no report */
+	a.stop_timeout_ns = 200000000ull;
+	if (cpuhog_init(&a) < 0) {
+		fprintf(stderr, "cpuhog stall: cannot start the hogs\n");
+		return EXIT_RUNTIME;
+	}
+	r = tool_cpus("stall", o.cpus, &set, &all);
+	if (r < 0)
+		return -r;
+	if ((r = check_safe(&o, all)))
+		return r;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_int;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	s.ns = o.len;
+	if (o.count < 0)
+		o.count = o.every ? 0 : 1; /* 0: until interrupted */
+	next = now();
+	for (k = 1; !interrupted && (!o.count || k <= o.count); k++) {
+		if ((r = stall_once(&set, all, &s, k)))
+			break;
+		next += o.every;
+		if (o.every && (!o.count || k < o.count))
+			sleep_until(next);
+	}
+	if (interrupted)
+		printf("interrupted after %ld stalls\n", k - 1);
+	cpuhog_shutdown();
+	return r;
+}
