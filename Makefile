@@ -5,7 +5,7 @@ PREFIX   ?= /usr/local
 JOBS     ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run check check-asan check-tsan install clean format
+.PHONY: all deps build run check check-asan check-tsan soak install clean format
 
 all: build
 
@@ -28,13 +28,18 @@ check: build
 # The same tests under ASan+UBSan and under TSan.  Children forked from a
 # process with hogs start threads (the library again): TSan must allow it.
 check-asan:
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	CPUHOG_SOAK_SECONDS=15 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	$(MAKE) check BUILD=build-asan CMAKE_FLAGS="-DCPUHOG_SANITIZE=address"
 
 check-tsan:
 	TSAN_OPTIONS=die_after_fork=0:halt_on_error=1:second_deadlock_stack=1 \
 	$(MAKE) check BUILD=build-tsan CMAKE_FLAGS="-DCPUHOG_SANITIZE=thread"
+
+# The long reliability run: minutes of soak, hundreds of hotplug cycles.
+soak: build
+	CPUHOG_SOAK_SECONDS=300 CPUHOG_HOTPLUG_CYCLES=200 \
+	ctest --test-dir $(BUILD) --output-on-failure -R test_reliability
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

@@ -130,6 +130,8 @@ static void run_one(struct hog *h, struct work *w)
 		check_end(h, w, nvcsw, t0, (int)h->cpu);
 	else if (sched_getcpu() != (int)h->cpu)
 		hog_count(&h->migrated);
+	if (!w->internal)
+		redirect_signals();
 	hog_count(&h->run);
 	work_finish(w, ret, 1);
 }

@@ -137,6 +137,7 @@ HIDDEN void stop_state_free(struct stop_state *st);
 /* report.c */
 HIDDEN void check_begin(struct hog *h, struct work *w, long *nvcsw,
 			uint64_t *t0);
+HIDDEN void redirect_signals(void);
 HIDDEN void check_end(struct hog *h, struct work *w, long nvcsw, uint64_t t0,
 		      int cpu_before);
 

@@ -9,6 +9,9 @@
 #include "internal.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,5 +111,44 @@ void check_end(struct hog *h, struct work *w, long nvcsw, uint64_t t0,
 				 c->overrun_ns / 1e6);
 			say(h, w->fn, what, ": hogs freeze their CPU");
 		}
+	}
+}
+
+/*
+ * A callback that raised a signal at its own thread (raise(), tgkill)
+ * left it pending on a hog, which blocks every signal: it would never be
+ * delivered.  Hand each one to the process instead, where a thread that
+ * does not block it takes it.  Costs one sigpending() per callback.
+ */
+void redirect_signals(void)
+{
+	struct timespec zero = { 0, 0 };
+	siginfo_t si[32];
+	sigset_t pending;
+	int sig, n = 0, i;
+
+	if (sigpending(&pending) < 0)
+		return;
+	/* Take them all first, then re-send: a re-sent signal is pending on
+	 * the process and must not be taken again here. */
+	for (sig = 1; sig < NSIG && n < 32; sig++) {
+		sigset_t one;
+
+		if (sigismember(&pending, sig) != 1)
+			continue;
+		sigemptyset(&one);
+		sigaddset(&one, sig);
+		while (n < 32 && sigtimedwait(&one, &si[n], &zero) == sig) {
+			n++;
+			if (sig < SIGRTMIN)
+				break; /* standard signals do not queue */
+		}
+	}
+	for (i = 0; i < n; i++) {
+		/* queued values survive where the kernel lets us re-queue */
+		if (si[i].si_code == SI_TKILL || si[i].si_code >= 0 ||
+		    syscall(SYS_rt_sigqueueinfo, getpid(), si[i].si_signo,
+			    &si[i]) < 0)
+			kill(getpid(), si[i].si_signo);
 	}
 }

@@ -152,10 +152,22 @@ static bool ack(struct stop_state *st, uint32_t gen, unsigned int ph,
 	}
 }
 
-/* Spin until the phase passes @ph; timed: abandon at the deadline. */
+/*
+ * Spin until the phase passes @ph; timed: abandon at the deadline.
+ *
+ * After YIELD_NS of spinning, yield at every turn.  Normally the wait is
+ * far shorter.  It is not when the kernel moved a hog off a CPU that went
+ * offline (or left the cpuset) onto one whose hog spins here: both at the
+ * same FIFO priority, the moved one would never run and this spin would
+ * never end.  sched_yield() lets only threads of our own priority run, so
+ * the hold on everything below us stands.
+ */
+#define YIELD_NS 1000000u
 static bool await_phase(struct stop_state *st, uint32_t gen, unsigned int ph,
 			bool timed)
 {
+	uint64_t yield_at = now_ns() + YIELD_NS, t;
+	bool yield = false;
 	unsigned int k = 0;
 
 	for (;;) {
@@ -165,8 +177,15 @@ static bool await_phase(struct stop_state *st, uint32_t gen, unsigned int ph,
 			return false;
 		if (PHASE(v) > ph)
 			return true;
-		cpu_relax();
-		if (timed && (++k & 63) == 0 && now_ns() > st->deadline)
+		if (yield)
+			sched_yield();
+		else
+			cpu_relax();
+		if ((++k & 63) != 0)
+			continue;
+		t = now_ns();
+		yield = t > yield_at;
+		if (timed && t > st->deadline)
 			abandon(st, v);
 	}
 }
@@ -224,6 +243,7 @@ static void call_fn(struct stop_state *st, struct hog *h)
 	r = st->fn(st->data);
 	if (check)
 		check_end(h, &w, nvcsw, t0, (int)h->cpu);
+	redirect_signals();
 	/* relaxed: the RUN -> EXIT transition publishes it */
 	if (r)
 		atomic_compare_exchange_strong_explicit(&st->ret, &zero, r,

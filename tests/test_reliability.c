@@ -1,0 +1,569 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reliability: the promises kept through CPU hotplug, cpuset changes,
+ * faults in and around callbacks, and a soak.  Every call either runs its
+ * function on exactly the CPU asked for or says it did not; nothing
+ * hangs; nothing is lost or run twice; counters balance.
+ *
+ * Each case says what it would catch if the behaviour were removed.
+ * Lengths: CPUHOG_HOTPLUG_CYCLES (default 10), CPUHOG_SOAK_SECONDS
+ * (default 30); `make soak` runs the long variants.
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+static long env_long(const char *name, long dflt)
+{
+	const char *v = getenv(name);
+
+	return v && atol(v) > 0 ? atol(v) : dflt;
+}
+
+/* ---- workers: every kind of call, each result checked ---- */
+
+struct tally {
+	_Atomic long calls, ran, refused, wrong;
+};
+static struct tally tally;
+static _Atomic int workers_stop;
+
+static int on_cpu(void *arg)
+{
+	unsigned int want = (unsigned int)(uintptr_t)arg;
+
+	atomic_fetch_add(&tally.ran, 1);
+	return sched_getcpu() == (int)want ? 1 : -1000;
+}
+
+static int nothing(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&tally.ran, 1);
+	return 0;
+}
+
+/* A result of a call to one CPU: 1 (ran there) or -ENOENT (did not). */
+static void judge_one(int r)
+{
+	atomic_fetch_add(&tally.calls, 1);
+	if (r == -ENOENT)
+		atomic_fetch_add(&tally.refused, 1);
+	else if (r != 1)
+		atomic_fetch_add(&tally.wrong, 1); /* ran elsewhere, or worse */
+}
+
+static void *worker(void *arg)
+{
+	unsigned int seed = (unsigned int)(uintptr_t)arg, cpu;
+	struct cpuhog_work w = CPUHOG_WORK_INIT;
+	cpu_set_t all;
+	int n = t_hog_cpus(&all), r;
+
+	while (!atomic_load(&workers_stop)) {
+		cpu = t_nth_cpu((int)(rand_r(&seed) % (unsigned int)n));
+		switch (rand_r(&seed) % 5) {
+		case 0:
+			judge_one(hog_one_cpu(cpu, on_cpu, (void *)(uintptr_t)cpu));
+			break;
+		case 1:
+			if (hog_one_cpu_nowait(cpu, on_cpu,
+					       (void *)(uintptr_t)cpu, &w))
+				judge_one(hog_work_wait(&w));
+			break;
+		case 2:
+			r = hog_cpus(sizeof(all), &all, nothing, NULL);
+			atomic_fetch_add(&tally.wrong, r != 0 && r != -ENOENT);
+			break;
+		case 3:
+			r = stop_machine(nothing, NULL, 0, NULL);
+			atomic_fetch_add(&tally.wrong, r != 0 && r != -ETIMEDOUT);
+			break;
+		default:
+			atomic_fetch_add(&tally.wrong, hog_synchronize() != 0);
+			break;
+		}
+	}
+	return NULL;
+}
+
+static pthread_t workers[3];
+
+static void workers_start(void)
+{
+	int i;
+
+	memset(&tally, 0, sizeof(tally));
+	atomic_store(&workers_stop, 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(pthread_create(&workers[i], NULL, worker,
+						(void *)(uintptr_t)(i + 7)),
+				 0);
+}
+
+static void workers_end(void)
+{
+	struct cpuhog_info in;
+	int i;
+
+	atomic_store(&workers_stop, 1);
+	for (i = 0; i < 3; i++)
+		pthread_join(workers[i], NULL);
+	assert_int_equal(atomic_load(&tally.wrong), 0);
+	assert_true(atomic_load(&tally.calls) > 0);
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	assert_int_equal(in.queued, in.run + in.refused); /* none lost */
+}
+
+/* ---- 1. real CPU hotplug ---- */
+
+static int online_fd(unsigned int cpu)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%u/online",
+		 cpu);
+	return open(path, O_WRONLY | O_CLOEXEC);
+}
+
+static bool set_online(unsigned int cpu, int on)
+{
+	int fd = online_fd(cpu), tries;
+	bool ok = false;
+
+	for (tries = 0; fd >= 0 && !ok && tries < 50; tries++) {
+		ok = write(fd, on ? "1" : "0", 1) == 1 || errno == EINVAL;
+		if (!ok)
+			t_sleep_ms(10); /* EBUSY: the kernel is busy, retry */
+	}
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+static unsigned int victim;
+static void restore_victim(void)
+{
+	set_online(victim, 1);
+}
+
+/*
+ * The CPU comes back online whatever happens to this process: atexit for
+ * a failed assertion, and a watchdog child that waits for our end (the
+ * pipe closes when we die, even by SIGKILL from CTest's timeout).
+ */
+static void guard_victim(unsigned int cpu)
+{
+	int fd[2];
+	char c;
+
+	victim = cpu;
+	atexit(restore_victim);
+	assert_int_equal(pipe2(fd, O_CLOEXEC), 0);
+	if (fork() == 0) {
+		close(fd[1]);
+		while (read(fd[0], &c, 1) < 0 && errno == EINTR)
+			;
+		set_online(cpu, 1);
+		_exit(0);
+	}
+	close(fd[0]); /* fd[1] stays open until we are gone */
+}
+
+/* Without the off-CPU check in run_batch(), calls would run on the CPU
+ * the kernel moved the hog to (wrong > 0); without the yield in
+ * stop_machine's spins, a moved hog could hang a stop for good. */
+static void hotplug_storm(void **state)
+{
+	long cycles = env_long("CPUHOG_HOTPLUG_CYCLES", 10), k;
+	unsigned int cpu;
+	int fd;
+
+	(void)state;
+	cpu = t_nth_cpu(t_hog_cpus(&(cpu_set_t){ 0 }) - 1);
+	fd = online_fd(cpu);
+	if (getuid() != 0 || cpu == 0 || fd < 0 || T_TSAN)
+		skip(); /* root, a CPU that can go offline; no fork under TSan */
+	close(fd);
+	guard_victim(cpu);
+	workers_start();
+	for (k = 0; k < cycles; k++) {
+		assert_true(set_online(cpu, 0));
+		t_sleep_ms(30);
+		assert_true(set_online(cpu, 1));
+		t_sleep_ms(30);
+	}
+	workers_end();
+	/* after the last online the CPU is hogged again */
+	assert_int_equal(hog_one_cpu(cpu, on_cpu, (void *)(uintptr_t)cpu), 1);
+	print_message("hotplug: %ld cycles, %ld calls to one CPU, %ld refused "
+		      "(-ENOENT), %ld callbacks, 0 on a wrong CPU\n",
+		      cycles, atomic_load(&tally.calls),
+		      atomic_load(&tally.refused), atomic_load(&tally.ran));
+}
+
+/* ---- 2. cpuset and affinity changes ---- */
+
+static bool write_file(const char *dir, const char *file, const char *val)
+{
+	char path[512];
+	int fd;
+	bool ok;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
+	close(fd);
+	return ok;
+}
+
+static void for_each_thread(void (*fn)(pid_t tid, void *), void *arg)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.')
+			fn(atoi(e->d_name), arg);
+	if (d)
+		closedir(d);
+}
+
+static void join_cgroup(pid_t tid, void *dir)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%d", (int)tid);
+	write_file(dir, "tasks", buf);
+}
+
+static void set_affinity(pid_t tid, void *set)
+{
+	sched_setaffinity(tid, sizeof(cpu_set_t), set);
+}
+
+static char cg[256];
+
+static void cpuset_child(void *arg)
+{
+	long cycles = env_long("CPUHOG_HOTPLUG_CYCLES", 10), k;
+	bool use_cg = arg != NULL;
+	cpu_set_t one, all;
+
+	t_hog_cpus(&all);
+	CPU_ZERO(&one);
+	CPU_SET(t_nth_cpu(0), &one);
+	workers_start();
+	if (use_cg)
+		for_each_thread(join_cgroup, cg);
+	for (k = 0; k < cycles; k++) {
+		if (use_cg) {
+			write_file(cg, "cpuset.cpus", "0");
+			t_sleep_ms(30);
+			write_file(cg, "cpuset.cpus", "0-1");
+		} else {
+			for_each_thread(set_affinity, &one);
+			t_sleep_ms(30);
+			for_each_thread(set_affinity, &all);
+		}
+		t_sleep_ms(30);
+	}
+	workers_end();
+	print_message("%s: %ld cycles, %ld calls to one CPU, %ld refused, "
+		      "0 on a wrong CPU\n",
+		      use_cg ? "cpuset" : "affinity", cycles,
+		      atomic_load(&tally.calls), atomic_load(&tally.refused));
+	_exit(0);
+}
+
+/* Without the off-CPU check, calls to the CPU that left the set would run
+ * on the one the kernel moved the hog to. */
+static void cpuset_storm(void **state)
+{
+	const char *root = "/sys/fs/cgroup/cpuset";
+	char mems[64];
+	struct stat st;
+	int status;
+	bool v1;
+
+	(void)state;
+	if (T_TSAN || t_nth_cpu(0) != 0 || t_nth_cpu(1) != 1)
+		skip(); /* needs CPUs 0 and 1; TSan: no threads after fork */
+	v1 = getuid() == 0 && stat(root, &st) == 0;
+	if (v1) {
+		snprintf(cg, sizeof(cg), "%s/cpuhog-rel-%d", root, getpid());
+		assert_int_equal(mkdir(cg, 0755), 0);
+		snprintf(mems, sizeof(mems), "%s/cpuset.mems", root);
+		t_slurp(mems, mems, sizeof(mems));
+		assert_true(write_file(cg, "cpuset.mems", mems));
+		assert_true(write_file(cg, "cpuset.cpus", "0-1"));
+	}
+	cpuhog_shutdown(); /* the child starts its own hogs */
+	status = t_in_child(cpuset_child, v1 ? cg : NULL);
+	if (v1)
+		rmdir(cg);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* ---- 3. a callback that raises a signal at its own thread ---- */
+
+static _Atomic int sig_count, sig_value;
+static _Atomic pid_t sig_tid;
+static void on_signal(int sig, siginfo_t *si, void *ctx)
+{
+	(void)sig;
+	(void)ctx;
+	atomic_fetch_add(&sig_count, 1);
+	atomic_store(&sig_value, si->si_value.sival_int);
+	atomic_store(&sig_tid, (pid_t)syscall(SYS_gettid));
+}
+
+static int raise_usr1(void *arg)
+{
+	(void)arg;
+	return raise(SIGUSR1);
+}
+
+static int queue_rt(void *arg)
+{
+	(void)arg;
+	return pthread_sigqueue(pthread_self(), SIGRTMIN + 1,
+				(union sigval){ .sival_int = 4242 });
+}
+
+static bool delivered_to_app(int want)
+{
+	char path[64], comm[32];
+	uint64_t end = t_now() + 2000 * MS;
+
+	while (atomic_load(&sig_count) < want && t_now() < end)
+		t_sleep_ms(1);
+	snprintf(path, sizeof(path), "/proc/self/task/%d/comm",
+		 (int)atomic_load(&sig_tid));
+	t_slurp(path, comm, sizeof(comm));
+	return atomic_load(&sig_count) == want && strncmp(comm, "cpuhog/", 7);
+}
+
+/* Without redirect_signals(), the signal stays pending on the hog, which
+ * blocks everything: the handler never runs. */
+static void signal_from_callback_delivered(void **state)
+{
+	struct sigaction sa;
+
+	(void)state;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGRTMIN + 1, &sa, NULL);
+	assert_int_equal(hog_one_cpu(t_nth_cpu(1), raise_usr1, NULL), 0);
+	assert_true(delivered_to_app(1));
+	/* a queued real-time signal keeps its value */
+	assert_int_equal(hog_one_cpu(t_nth_cpu(1), queue_rt, NULL), 0);
+	assert_true(delivered_to_app(2));
+	assert_int_equal(atomic_load(&sig_value), 4242);
+}
+
+/* ---- 4. fork during a storm; a CPU held by another process ---- */
+
+static void child_calls(void *arg)
+{
+	cpu_set_t set;
+	int i, n = t_hog_cpus(&set);
+
+	(void)arg;
+	for (i = 0; i < n; i++)
+		if (hog_one_cpu(t_nth_cpu(i), on_cpu,
+				(void *)(uintptr_t)t_nth_cpu(i)) != 1)
+			_exit(3);
+	_exit(stop_machine(nothing, NULL, 0, NULL) == 0 ? 0 : 4);
+}
+
+/* Without the atfork handler, the child would queue to hogs it does not
+ * have and hang (CTest's timeout); the parent's calls must all finish. */
+static void fork_during_storm(void **state)
+{
+	int i, status;
+
+	(void)state;
+	if (T_TSAN)
+		skip(); /* TSan: no threads in a child of a threaded process */
+	workers_start();
+	for (i = 0; i < 20; i++) {
+		status = t_in_child(child_calls, NULL);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	workers_end();
+}
+
+struct held {
+	_Atomic int started, done;
+};
+
+/* Without per-CPU queues (a global one), the held CPU's work would hold
+ * back the others; without the slot wait, a later stop would reuse it. */
+static void held_cpu_waits_others_proceed(void **state)
+{
+	struct held *h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE,
+			      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	unsigned int held = t_nth_cpu(1), mine = t_nth_cpu(0);
+	struct cpuhog_work w = CPUHOG_WORK_INIT;
+	struct sched_param sp = { .sched_priority = 99 };
+	int status;
+	pid_t pid;
+
+	(void)state;
+	if (held == mine || !t_can_rt())
+		skip();
+	t_pin(mine);
+	pid = fork();
+	if (pid == 0) {
+		uint64_t end;
+
+		t_pin(held);
+		sched_setscheduler(0, SCHED_FIFO, &sp);
+		end = t_now() + 60 * MS;
+		atomic_store(&h->started, 1);
+		while (t_now() < end)
+			;
+		atomic_store(&h->done, 1);
+		_exit(0);
+	}
+	while (!atomic_load(&h->started))
+		t_sleep_ms(1);
+	assert_true(hog_one_cpu_nowait(held, on_cpu, (void *)(uintptr_t)held,
+				       &w));
+	/* the other CPU proceeds meanwhile */
+	assert_int_equal(hog_one_cpu(mine, on_cpu, (void *)(uintptr_t)mine), 1);
+	t_sleep_ms(10);
+	if (!atomic_load(&h->done))
+		assert_false(hog_work_done(&w)); /* still waiting its turn */
+	/* and runs, on its CPU, once that is free */
+	assert_int_equal(hog_work_wait(&w), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	munmap(h, sizeof(*h));
+}
+
+/* ---- 5. the soak ---- */
+
+struct soak {
+	unsigned int seed;
+	long expect, calls, bad;
+};
+static _Atomic long soak_runs;
+static int soak_fn(void *arg)
+{
+	atomic_fetch_add(&soak_runs, 1);
+	return (int)(intptr_t)arg;
+}
+
+/* One random call, valid or not; its result checked, its runs counted. */
+static void soak_call(struct soak *s, const cpu_set_t *all, int n)
+{
+	unsigned int r = rand_r(&s->seed), cpu = t_nth_cpu((int)(r % 7) % n);
+	struct cpuhog_work w = CPUHOG_WORK_INIT;
+	cpu_set_t set;
+	int v;
+
+	s->calls++;
+	switch (r % 13) {
+	case 0: s->bad += hog_one_cpu(cpu, soak_fn, (void *)3) != 3; s->expect++; break;
+	case 1: s->bad += hog_one_cpu(99999, soak_fn, NULL) != -ENOENT; break;
+	case 2: s->bad += hog_one_cpu(cpu, NULL, NULL) != -EINVAL; break;
+	case 3:
+		/* queued, waited, queued again once done */
+		for (v = 0; v < 2; v++) {
+			s->bad += !hog_one_cpu_nowait(cpu, soak_fn, (void *)5, &w);
+			s->bad += hog_work_wait(&w) != 5;
+			s->expect++;
+		}
+		break;
+	case 4: s->bad += hog_work_wait(&w) != -EINVAL; break;
+	case 5: s->bad += hog_cpus(sizeof(*all), all, soak_fn, 0) != 0; s->expect += n; break;
+	case 6:
+		v = try_hog_cpus(sizeof(*all), all, soak_fn, 0);
+		s->bad += v != 0 && v != -EAGAIN;
+		s->expect += v == 0 ? n : 0;
+		break;
+	case 7:
+		CPU_ZERO(&set);
+		s->bad += hog_cpus(sizeof(set), &set, soak_fn, 0) != -ENOENT;
+		s->bad += stop_machine(soak_fn, 0, sizeof(set), &set) != -ENOENT;
+		break;
+	case 8: s->bad += stop_machine(soak_fn, 0, 0, NULL) != 0; s->expect++; break;
+	case 9: s->bad += stop_machine(soak_fn, 0, sizeof(*all), all) != 0; s->expect += n; break;
+	case 10:
+		v = stop_two_cpus(t_nth_cpu(0), cpu, soak_fn, 0);
+		s->bad += cpu == t_nth_cpu(0) ? v != -EINVAL : v != 0;
+		s->expect += v == 0;
+		break;
+	case 11: s->bad += hog_synchronize() != 0; break;
+	default:
+		s->bad += hog_migrate(0, cpu) != 0 || sched_getcpu() != (int)cpu;
+		s->bad += hog_migrate(0x3fffffff, cpu) != -ESRCH;
+		break;
+	}
+}
+
+static _Atomic int soak_stop;
+static void *soaker(void *arg)
+{
+	struct soak *s = arg;
+	cpu_set_t all;
+	int n = t_hog_cpus(&all);
+
+	while (!atomic_load(&soak_stop))
+		soak_call(s, &all, n);
+	return NULL;
+}
+
+/* Counts every callback against what the calls promised: a lost or
+ * doubled work, a wrong error, a hang (CTest's timeout) all fail it. */
+static void soak(void **state)
+{
+	long seconds = env_long("CPUHOG_SOAK_SECONDS", 30), expect = 0, calls = 0;
+	struct soak s[4];
+	pthread_t th[4];
+	struct cpuhog_info in;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 4; i++) {
+		s[i] = (struct soak){ .seed = (unsigned int)(i * 31 + 1) };
+		assert_int_equal(pthread_create(&th[i], NULL, soaker, &s[i]), 0);
+	}
+	t_sleep_ms((unsigned int)(seconds * 1000));
+	atomic_store(&soak_stop, 1);
+	for (i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(s[i].bad, 0);
+		expect += s[i].expect;
+		calls += s[i].calls;
+	}
+	assert_int_equal(atomic_load(&soak_runs), expect);
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	assert_int_equal(in.queued, in.run + in.refused);
+	print_message("soak: %ld s, %ld calls, %ld callbacks, queued %llu = run "
+		      "%llu + refused %llu\n",
+		      seconds, calls, expect, (unsigned long long)in.queued,
+		      (unsigned long long)in.run,
+		      (unsigned long long)in.refused);
+}
+
+T_MAIN(((const struct CMUnitTest[]){
+	cmocka_unit_test(hotplug_storm),
+	cmocka_unit_test(cpuset_storm),
+	cmocka_unit_test(signal_from_callback_delivered),
+	cmocka_unit_test(fork_during_storm),
+	cmocka_unit_test(held_cpu_waits_others_proceed),
+	cmocka_unit_test(soak),
+}))
