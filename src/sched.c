@@ -57,7 +57,7 @@ int hog_synchronize(void)
 /* The CPU @tid last ran on (field 39 of /proc/self/task/TID/stat). */
 static int last_cpu(pid_t tid)
 {
-	char path[64], buf[1024], *p;
+	char path[64], buf[1024], *p, *save;
 	int cpu = -1, field;
 	FILE *f;
 
@@ -71,8 +71,8 @@ static int last_cpu(pid_t tid)
 		return -1;
 	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')'))) {
 		/* fields after the command name, which may hold spaces */
-		for (field = 3, p = strtok(p + 1, " "); p;
-		     p = strtok(NULL, " "), field++)
+		for (field = 3, p = strtok_r(p + 1, " ", &save); p;
+		     p = strtok_r(NULL, " ", &save), field++)
 			if (field == 39) {
 				cpu = atoi(p);
 				break;
