@@ -176,15 +176,30 @@ static void run_rounds(struct op *ops, size_t n, const struct bench_opts *o)
 	unsigned int r;
 	size_t i;
 
-	for (r = 0; r <= o->rounds; r++) /* round 0 warms up */
-		for (i = 0; i < n; i++) {
-			if (ops[i].skip || ops[i].error)
-				continue;
-			if (ops[i].child)
-				run_child(&ops[i], o->budget_ms, r > 0);
-			else
-				run_batch(&ops[i], r ? o->budget_ms : 2, r > 0);
+	size_t order[MAXOPS], j, t;
+	unsigned int seed = 1;
+
+	for (i = 0; i < n; i++)
+		order[i] = i;
+	for (r = 0; r <= o->rounds; r++) { /* round 0 warms up */
+		/* A new order each round: the cpuidle governor (haltpoll
+		 * adapts its polling to recent wake-ups) and the caches
+		 * then favour no operation over another. */
+		for (i = n - 1; r > 0 && i > 0; i--) {
+			j = (size_t)rand_r(&seed) % (i + 1);
+			t = order[i], order[i] = order[j], order[j] = t;
 		}
+		for (j = 0; j < n; j++) {
+			struct op *op = &ops[order[j]];
+
+			if (op->skip || op->error)
+				continue;
+			if (op->child)
+				run_child(op, o->budget_ms, r > 0);
+			else
+				run_batch(op, r ? o->budget_ms : 2, r > 0);
+		}
+	}
 	for (i = 0; i < n; i++)
 		if (ops[i].n)
 			qsort(ops[i].ns, ops[i].n, sizeof(double), cmp_double);
