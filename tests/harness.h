@@ -42,6 +42,11 @@
 #ifndef T_TSAN
 #define T_TSAN 0
 #endif
+#if defined(__SANITIZE_ADDRESS__)
+#define T_ASAN 1
+#else
+#define T_ASAN 0
+#endif
 
 static inline uint64_t t_now(void)
 {

@@ -28,7 +28,7 @@ static long env_long(const char *name, long dflt)
 /* ---- workers: every kind of call, each result checked ---- */
 
 struct tally {
-	_Atomic long calls, ran, refused, wrong;
+	_Atomic long calls, ran, refused, wrong, stop_timeouts;
 };
 static struct tally tally;
 static _Atomic int workers_stop;
@@ -83,6 +83,7 @@ static void *worker(void *arg)
 		case 3:
 			r = stop_machine(nothing, NULL, 0, NULL);
 			atomic_fetch_add(&tally.wrong, r != 0 && r != -ETIMEDOUT);
+			atomic_fetch_add(&tally.stop_timeouts, r == -ETIMEDOUT);
 			break;
 		default:
 			atomic_fetch_add(&tally.wrong, hog_synchronize() != 0);
@@ -394,8 +395,10 @@ static void fork_during_storm(void **state)
 	int i, status;
 
 	(void)state;
-	if (T_TSAN)
-		skip(); /* TSan: no threads in a child of a threaded process */
+	if (T_TSAN || T_ASAN)
+		skip(); /* TSan: no threads in a child of a threaded process;
+			 * ASan (GCC 12): its allocator lock is not taken
+			 * around fork, so a child can deadlock in malloc */
 	workers_start();
 	for (i = 0; i < 20; i++) {
 		status = t_in_child(child_calls, NULL);
@@ -403,6 +406,8 @@ static void fork_during_storm(void **state)
 		assert_int_equal(WEXITSTATUS(status), 0);
 	}
 	workers_end();
+	/* no CPU was held: a stop that timed out lost a wake-up */
+	assert_int_equal(atomic_load(&tally.stop_timeouts), 0);
 }
 
 struct held {
