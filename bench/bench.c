@@ -31,18 +31,10 @@ uint64_t bench_gap_ns = 100000;
 
 void bench_gap(void)
 {
-	uint64_t end = bench_now() + bench_gap_ns;
+	uint64_t end = tool_now_ns() + bench_gap_ns;
 
-	while (bench_now() < end)
+	while (tool_now_ns() < end)
 		;
-}
-
-uint64_t bench_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 unsigned int bench_nth_cpu(unsigned int n)
@@ -100,7 +92,7 @@ static double pct(struct op *op, double p)
 
 static void run_batch(struct op *op, double budget_ms, bool record)
 {
-	uint64_t end = bench_now() + (uint64_t)(budget_ms * 1e6);
+	uint64_t end = tool_now_ns() + (uint64_t)(budget_ms * 1e6);
 	const char *why = op->setup ? op->setup(op) : NULL;
 	unsigned int k = 0;
 
@@ -123,7 +115,7 @@ static void run_batch(struct op *op, double budget_ms, bool record)
 			bench_add_sample(op, ns);
 		k++;
 		bench_gap();
-	} while (bench_now() < end || k < 5);
+	} while (tool_now_ns() < end || k < 5);
 	if (op->teardown)
 		op->teardown(op);
 }

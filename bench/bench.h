@@ -7,6 +7,8 @@
 #ifndef CPUHOG_BENCH_H
 #define CPUHOG_BENCH_H
 
+#include "../tools/tool.h"
+
 #include <cpuhog.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -50,7 +52,6 @@ struct bench_opts {
 
 extern struct placement bench_place;
 
-uint64_t bench_now(void);
 /* The pause between two samples, spinning: every operation finds the
  * other side idle, as a library that sleeps when idle usually does. */
 extern uint64_t bench_gap_ns;

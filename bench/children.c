@@ -15,7 +15,7 @@
 
 static int omp_child(double budget_ms)
 {
-	uint64_t end = bench_now() + (uint64_t)(budget_ms * 1e6);
+	uint64_t end = tool_now_ns() + (uint64_t)(budget_ms * 1e6);
 	int nthreads = (int)bench_place.ncpus;
 
 	omp_set_num_threads(nthreads);
@@ -25,15 +25,15 @@ static int omp_child(double budget_ms)
 		bench_pin(bench_nth_cpu((unsigned int)omp_get_thread_num()));
 	}
 	do {
-		uint64_t t0 = bench_now();
+		uint64_t t0 = tool_now_ns();
 
 #pragma omp parallel
 		{
 #pragma omp barrier
 		}
-		printf("%llu\n", (unsigned long long)(bench_now() - t0));
+		printf("%llu\n", (unsigned long long)(tool_now_ns() - t0));
 		bench_gap();
-	} while (bench_now() < end);
+	} while (tool_now_ns() < end);
 	return 0;
 }
 #else
@@ -74,9 +74,9 @@ static int dpdk_child(bool mp, double budget_ms)
 		return 0;
 	}
 	worker = rte_get_next_lcore(rte_get_main_lcore(), 1, 0);
-	end = bench_now() + (uint64_t)(budget_ms * 1e6);
+	end = tool_now_ns() + (uint64_t)(budget_ms * 1e6);
 	do {
-		uint64_t t0 = bench_now();
+		uint64_t t0 = tool_now_ns();
 
 		if (mp) {
 			rte_eal_mp_remote_launch(lcore_nothing, NULL, SKIP_MAIN);
@@ -85,9 +85,9 @@ static int dpdk_child(bool mp, double budget_ms)
 			rte_eal_remote_launch(lcore_nothing, NULL, worker);
 			rte_eal_wait_lcore(worker);
 		}
-		printf("%llu\n", (unsigned long long)(bench_now() - t0));
+		printf("%llu\n", (unsigned long long)(tool_now_ns() - t0));
 		bench_gap();
-	} while (bench_now() < end);
+	} while (tool_now_ns() < end);
 	rte_eal_cleanup();
 	return 0;
 }

@@ -90,7 +90,7 @@ static void partner_end(struct op *op)
 static double round_trip(struct op *op)
 {
 	struct partner *p = op->state;
-	uint64_t t0 = bench_now(), deadline = t0 + 1000000000ull;
+	uint64_t t0 = tool_now_ns(), deadline = t0 + 1000000000ull;
 	uint32_t r = atomic_load(&p->req) + 1;
 
 	atomic_store_explicit(&p->req, r, memory_order_release);
@@ -99,10 +99,10 @@ static double round_trip(struct op *op)
 			0);
 	while (atomic_load_explicit(&p->rep, memory_order_acquire) != r) {
 		relax();
-		if (bench_now() > deadline)
+		if (tool_now_ns() > deadline)
 			return -1;
 	}
-	return (double)(bench_now() - t0);
+	return (double)(tool_now_ns() - t0);
 }
 
 static const char *spin_setup(struct op *op)

@@ -13,14 +13,14 @@ static int nothing(void *arg)
 
 static double timed(int r, uint64_t t0)
 {
-	uint64_t t1 = bench_now();
+	uint64_t t1 = tool_now_ns();
 
 	return r < 0 ? r : (double)(t1 - t0); /* -errno: failed */
 }
 
 static double one_remote(struct op *op)
 {
-	uint64_t t0 = bench_now();
+	uint64_t t0 = tool_now_ns();
 
 	(void)op;
 	return timed(hog_one_cpu(bench_place.there, nothing, NULL), t0);
@@ -28,7 +28,7 @@ static double one_remote(struct op *op)
 
 static double one_local(struct op *op)
 {
-	uint64_t t0 = bench_now();
+	uint64_t t0 = tool_now_ns();
 
 	(void)op;
 	return timed(hog_one_cpu(bench_place.here, nothing, NULL), t0);
@@ -37,7 +37,7 @@ static double one_local(struct op *op)
 static double nowait_remote(struct op *op)
 {
 	struct cpuhog_work w = CPUHOG_WORK_INIT;
-	uint64_t t0 = bench_now();
+	uint64_t t0 = tool_now_ns();
 
 	(void)op;
 	if (!hog_one_cpu_nowait(bench_place.there, nothing, NULL, &w))
@@ -47,7 +47,7 @@ static double nowait_remote(struct op *op)
 
 static double cpus_all(struct op *op)
 {
-	uint64_t t0 = bench_now();
+	uint64_t t0 = tool_now_ns();
 
 	(void)op;
 	return timed(hog_cpus(sizeof(bench_place.cpus), &bench_place.cpus,
@@ -57,7 +57,7 @@ static double cpus_all(struct op *op)
 
 static double stop_all(struct op *op)
 {
-	uint64_t t0 = bench_now();
+	uint64_t t0 = tool_now_ns();
 
 	(void)op;
 	return timed(stop_machine(nothing, NULL, 0, NULL), t0);
@@ -65,7 +65,7 @@ static double stop_all(struct op *op)
 
 static double synchronize(struct op *op)
 {
-	uint64_t t0 = bench_now();
+	uint64_t t0 = tool_now_ns();
 
 	(void)op;
 	return timed(hog_synchronize(), t0);

@@ -70,14 +70,14 @@ static int create_pinned(pthread_t *th, unsigned int cpu,
 
 static double thread_per_call_one(struct op *op)
 {
-	uint64_t t0 = bench_now();
+	uint64_t t0 = tool_now_ns();
 	pthread_t th;
 
 	(void)op;
 	if (create_pinned(&th, bench_place.there, percall_one, NULL))
 		return -1;
 	pthread_join(th, NULL);
-	return (double)(bench_now() - t0);
+	return (double)(tool_now_ns() - t0);
 }
 
 /* The old stop_machine: a thread per CPU, released together, meeting in
@@ -100,7 +100,7 @@ static double thread_per_call_stop(struct op *op)
 	pthread_t th[CPU_SETSIZE];
 	_Atomic uint32_t go = 0;
 	_Atomic int arrived = 0;
-	uint64_t t0 = bench_now();
+	uint64_t t0 = tool_now_ns();
 	unsigned int cpu, n = 0, i;
 
 	(void)op;
@@ -117,7 +117,7 @@ static double thread_per_call_stop(struct op *op)
 	syscall(SYS_futex, &go, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 	for (i = 0; i < n; i++)
 		pthread_join(th[i], NULL);
-	return (double)(bench_now() - t0);
+	return (double)(tool_now_ns() - t0);
 }
 
 /* ---- signal-based stop-the-world ---- */
@@ -186,7 +186,7 @@ static const char *stw_setup(struct op *op)
 static double stw_run(struct op *op)
 {
 	struct stw *s = op->state;
-	uint64_t t0 = bench_now();
+	uint64_t t0 = tool_now_ns();
 	unsigned int i;
 
 	atomic_store(&s->restart, 0);
@@ -199,7 +199,7 @@ static double stw_run(struct op *op)
 		pthread_kill(s->th[i], SIGUSR2);
 	for (i = 0; i < s->n; i++)
 		sem_wait(&s->ack); /* all running again */
-	return (double)(bench_now() - t0);
+	return (double)(tool_now_ns() - t0);
 }
 
 static void stw_teardown(struct op *op)
@@ -242,13 +242,13 @@ static const char *membarrier_busy_setup(struct op *op)
 
 static double membarrier_private(struct op *op)
 {
-	uint64_t t0 = bench_now();
+	uint64_t t0 = tool_now_ns();
 
 	(void)op;
 	if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) <
 	    0)
 		return -1;
-	return (double)(bench_now() - t0);
+	return (double)(tool_now_ns() - t0);
 }
 
 static const char *global_setup(struct op *op)
@@ -263,12 +263,12 @@ static const char *global_setup(struct op *op)
 
 static double membarrier_global(struct op *op)
 {
-	uint64_t t0 = bench_now();
+	uint64_t t0 = tool_now_ns();
 
 	(void)op;
 	if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) < 0)
 		return -1;
-	return (double)(bench_now() - t0);
+	return (double)(tool_now_ns() - t0);
 }
 
 #ifdef HAVE_URCU
@@ -285,11 +285,11 @@ static const char *urcu_setup(struct op *op)
 
 static double urcu_sync(struct op *op)
 {
-	uint64_t t0 = bench_now();
+	uint64_t t0 = tool_now_ns();
 
 	(void)op;
 	urcu_memb_synchronize_rcu();
-	return (double)(bench_now() - t0);
+	return (double)(tool_now_ns() - t0);
 }
 #endif
 

@@ -193,7 +193,7 @@ static bool await_phase(struct stop_state *st, uint32_t gen, unsigned int ph,
 /* PREPARE: spin for a while, then sleep, until everyone has arrived. */
 static bool await_arrivals(struct stop_state *st, uint32_t gen)
 {
-	uint64_t spin_end = now_ns() + st->spin_ns;
+	uint64_t spin_end = now_ns() + st->spin_ns, t;
 	unsigned int k = 0;
 
 	for (;;) {
@@ -206,15 +206,17 @@ static bool await_arrivals(struct stop_state *st, uint32_t gen)
 			return false;
 		if (PHASE(v) > PH_PREPARE)
 			return true;
-		if (now_ns() > st->deadline) {
-			abandon(st, v);
-			continue;
-		}
-		if ((++k & 15) != 0 || now_ns() < spin_end) {
+		if ((++k & 15) != 0) {
 			cpu_relax();
 			continue;
 		}
-		futex_wait(&st->wake, w, st->deadline);
+		t = now_ns(); /* every 16 turns: the deadline, then the spin */
+		if (t > st->deadline)
+			abandon(st, v);
+		else if (t < spin_end)
+			cpu_relax();
+		else
+			futex_wait(&st->wake, w, st->deadline);
 	}
 }
 
@@ -251,24 +253,6 @@ static void call_fn(struct stop_state *st, struct hog *h)
 							memory_order_relaxed);
 }
 
-static bool arrive(struct stop_state *st, uint32_t gen);
-
-/* Off our CPU: count as arrived, take no further part. */
-static void decline(struct stop_state *st, struct hog *h, uint32_t gen)
-{
-	uint64_t v = load_word(st);
-
-	/* Only for our own call: a late hog touches nothing. */
-	if (GEN(v) != gen || PHASE(v) != PH_PREPARE)
-		return;
-	/* relaxed: ack()'s CAS orders these before the count */
-	atomic_fetch_add_explicit(&st->declined, 1, memory_order_relaxed);
-	if (!st->fn_one && CPU_ISSET_S(h->cpu, st->masksize, st->fn_mask))
-		atomic_store_explicit(&st->fn_declined, 1,
-				      memory_order_relaxed);
-	arrive(st, gen);
-}
-
 /* After the arrivals: HOLD, unless a CPU that fn needs declined. */
 static bool arrive(struct stop_state *st, uint32_t gen)
 {
@@ -287,6 +271,22 @@ static bool arrive(struct stop_state *st, uint32_t gen)
 			return !last || next == PH_HOLD;
 		v = load_word(st);
 	}
+}
+
+/* Off our CPU: count as arrived, take no further part. */
+static void decline(struct stop_state *st, struct hog *h, uint32_t gen)
+{
+	uint64_t v = load_word(st);
+
+	/* Only for our own call: a late hog touches nothing. */
+	if (GEN(v) != gen || PHASE(v) != PH_PREPARE)
+		return;
+	/* relaxed: ack()'s CAS orders these before the count */
+	atomic_fetch_add_explicit(&st->declined, 1, memory_order_relaxed);
+	if (!st->fn_one && CPU_ISSET_S(h->cpu, st->masksize, st->fn_mask))
+		atomic_store_explicit(&st->fn_declined, 1,
+				      memory_order_relaxed);
+	arrive(st, gen);
 }
 
 /* The callback every participating hog runs. */

@@ -33,14 +33,6 @@ struct noise_run {
 	struct cpu_noise cpu[CPU_SETSIZE]; /* each written by its own hog */
 };
 
-static uint64_t now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static unsigned int bucket(uint64_t ns)
 {
 	unsigned int b = 63u - (unsigned int)__builtin_clzll(ns | 1);
@@ -54,12 +46,12 @@ static int sample(void *arg)
 {
 	struct noise_run *run = arg;
 	struct cpu_noise *c = &run->cpu[sched_getcpu()];
-	uint64_t t0 = now(), prev = t0, t = t0;
+	uint64_t t0 = tool_now_ns(), prev = t0, t = t0;
 
 	while (t - t0 < run->slice) {
 		uint64_t gap;
 
-		t = now();
+		t = tool_now_ns();
 		gap = t - prev;
 		if (gap > run->threshold) {
 			c->noise += gap;
@@ -213,7 +205,7 @@ int cmd_noise(int argc, char **argv)
 	if (r < 0)
 		return -r;
 	progress = isatty(2) && duration > 2000000000ull && !json;
-	t0 = now();
+	t0 = tool_now_ns();
 	while (done < duration) {
 		run.slice = duration - done < SLICE_NS ? duration - done
 						       : SLICE_NS;
@@ -233,7 +225,7 @@ int cmd_noise(int argc, char **argv)
 	if (progress)
 		fprintf(stderr, "\r%40s\r", "");
 	if (json)
-		print_json(&run, &set, now() - t0);
+		print_json(&run, &set, tool_now_ns() - t0);
 	else
 		print_text(&run, &set);
 	cpuhog_shutdown();

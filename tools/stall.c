@@ -30,14 +30,6 @@ static void on_int(int sig)
 	interrupted = 1;
 }
 
-static uint64_t now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 struct stall {
 	uint64_t ns;
 	_Atomic uint64_t held[CPU_SETSIZE]; /* measured, per CPU */
@@ -47,10 +39,10 @@ struct stall {
 static int spin(void *arg)
 {
 	struct stall *s = arg;
-	uint64_t t0 = now(), t;
+	uint64_t t0 = tool_now_ns(), t;
 
 	do
-		t = now();
+		t = tool_now_ns();
 	while (t - t0 < s->ns);
 	atomic_store_explicit(&s->held[sched_getcpu()], t - t0,
 			      memory_order_relaxed);
@@ -157,14 +149,14 @@ static int check_safe(const struct stall_opts *o, int all)
 static int stall_once(const cpu_set_t *set, int all, struct stall *s,
 		      long k)
 {
-	uint64_t t0 = now(), total, most = 0;
+	uint64_t t0 = tool_now_ns(), total, most = 0;
 	char list[256], took[32], held[32];
 	int r, cpu;
 
 	memset(s->held, 0, sizeof(s->held));
 	r = all ? stop_machine(spin, s, sizeof(*set), set)
 		: hog_cpus(sizeof(*set), set, spin, s);
-	total = now() - t0;
+	total = tool_now_ns() - t0;
 	if (r < 0) {
 		fprintf(stderr, "cpuhog stall: %s failed: %s\n",
 			all ? "stop_machine" : "hog_cpus", strerror(-r));
@@ -184,7 +176,7 @@ static int stall_once(const cpu_set_t *set, int all, struct stall *s,
 
 static void sleep_until(uint64_t t)
 {
-	uint64_t n = now();
+	uint64_t n = tool_now_ns();
 	struct timespec ts;
 
 	if (t <= n)
@@ -231,7 +223,7 @@ int cmd_stall(int argc, char **argv)
 	s.ns = o.len;
 	if (o.count < 0)
 		o.count = o.every ? 0 : 1; /* 0: until interrupted */
-	next = now();
+	next = tool_now_ns();
 	for (k = 1; !interrupted && (!o.count || k <= o.count); k++) {
 		if ((r = stall_once(&set, all, &s, k)))
 			break;

@@ -23,5 +23,7 @@ int tool_cpus(const char *cmd, const char *list, cpu_set_t *set, int *all);
 int tool_duration(const char *cmd, const char *opt, const char *s,
 		  uint64_t *ns);
 void json_string(FILE *f, const char *s);
+/* CLOCK_MONOTONIC in nanoseconds: every timing of the tool and bench. */
+uint64_t tool_now_ns(void);
 
 #endif

@@ -12,14 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
 static int where(void *arg)
 {
 	(void)arg;
@@ -58,10 +50,10 @@ static double timed(int (*f)(void *), void *arg, int *ret)
 	int i, j;
 
 	for (i = 0; i < 9; i++) {
-		double t0 = now_us();
+		double t0 = (tool_now_ns() / 1e3);
 
 		*ret = f(arg);
-		t[i] = now_us() - t0;
+		t[i] = (tool_now_ns() / 1e3) - t0;
 	}
 	for (i = 1; i < 9; i++)
 		for (j = i; j > 0 && t[j - 1] > t[j]; j--)
