@@ -120,6 +120,7 @@ struct cpuhog_attr {
 	uint64_t reserved_[8];
 };
 #define CPUHOG_NO_SPIN UINT64_MAX
+#define CPUHOG_NO_TIMEOUT UINT64_MAX
 
 /* What cpuhog_get_info() reports. */
 struct cpuhog_info {
@@ -148,7 +149,9 @@ struct cpuhog_info {
 			      began (the CPU went away under them) */
 	uint64_t stops;    /* stop_machine()/stop_two_cpus() that ran fn */
 	uint64_t stop_timeouts; /* ... that gave up (-ETIMEDOUT) */
-	uint64_t reserved_[8];
+	uint64_t holds_released; /* stops whose hold ended before fn
+				    returned (see stop_machine()) */
+	uint64_t reserved_[7];
 };
 
 /*

@@ -48,6 +48,13 @@
 #define T_ASAN 0
 #endif
 
+/* Skip the running case, saying why (CTest shows it with the skip). */
+#define t_skip(why)                                                            \
+	do {                                                                   \
+		print_message("skipped: %s\n", why);                          \
+		skip();                                                        \
+	} while (0)
+
 static inline uint64_t t_now(void)
 {
 	struct timespec ts;
@@ -116,6 +123,44 @@ static inline bool t_can_rt(void)
 
 	assert_int_equal(cpuhog_get_info(&in), 0);
 	return in.policy == SCHED_FIFO;
+}
+
+/*
+ * The stop invariant: a stop that returns 0 (or fn's value) ran fn exactly
+ * once on each CPU it was asked to (exactly once in all, for "any one
+ * CPU"); a stop that returns a library error ran it nowhere.  fn counts
+ * its runs in a struct t_runs, one per call.
+ */
+struct t_runs {
+	_Atomic int on[CPU_SETSIZE];
+	_Atomic int total;
+};
+
+static inline int t_count_run(void *arg)
+{
+	struct t_runs *r = arg;
+	int cpu = sched_getcpu();
+
+	if (cpu >= 0 && cpu < CPU_SETSIZE)
+		atomic_fetch_add(&r->on[cpu], 1);
+	atomic_fetch_add(&r->total, 1);
+	return 0;
+}
+
+/* Whether @r agrees with @ret for a stop asked to run on @want (NULL:
+ * any one CPU). */
+static inline bool t_runs_ok(struct t_runs *r, int ret, const cpu_set_t *want)
+{
+	int cpu;
+
+	if (ret < 0)
+		return atomic_load(&r->total) == 0;
+	if (!want)
+		return atomic_load(&r->total) == 1;
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (atomic_load(&r->on[cpu]) != (CPU_ISSET(cpu, want) ? 1 : 0))
+			return false;
+	return true;
 }
 
 /* Run @fn in a child process; returns its wait status. */

@@ -10,6 +10,7 @@
  * (default 30); `make soak` runs the long variants.
  */
 #include "harness.h"
+#include "hotplug.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -123,59 +124,6 @@ static void workers_end(void)
 
 /* ---- 1. real CPU hotplug ---- */
 
-static int online_fd(unsigned int cpu)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%u/online",
-		 cpu);
-	return open(path, O_WRONLY | O_CLOEXEC);
-}
-
-static bool set_online(unsigned int cpu, int on)
-{
-	int fd = online_fd(cpu), tries;
-	bool ok = false;
-
-	for (tries = 0; fd >= 0 && !ok && tries < 50; tries++) {
-		ok = write(fd, on ? "1" : "0", 1) == 1 || errno == EINVAL;
-		if (!ok)
-			t_sleep_ms(10); /* EBUSY: the kernel is busy, retry */
-	}
-	if (fd >= 0)
-		close(fd);
-	return ok;
-}
-
-static unsigned int victim;
-static void restore_victim(void)
-{
-	set_online(victim, 1);
-}
-
-/*
- * The CPU comes back online whatever happens to this process: atexit for
- * a failed assertion, and a watchdog child that waits for our end (the
- * pipe closes when we die, even by SIGKILL from CTest's timeout).
- */
-static void guard_victim(unsigned int cpu)
-{
-	int fd[2];
-	char c;
-
-	victim = cpu;
-	atexit(restore_victim);
-	assert_int_equal(pipe2(fd, O_CLOEXEC), 0);
-	if (fork() == 0) {
-		close(fd[1]);
-		while (read(fd[0], &c, 1) < 0 && errno == EINTR)
-			;
-		set_online(cpu, 1);
-		_exit(0);
-	}
-	close(fd[0]); /* fd[1] stays open until we are gone */
-}
-
 /* Without the off-CPU check in run_batch(), calls would run on the CPU
  * the kernel moved the hog to (wrong > 0); without the yield in
  * stop_machine's spins, a moved hog could hang a stop for good. */
@@ -183,20 +131,16 @@ static void hotplug_storm(void **state)
 {
 	long cycles = env_long("CPUHOG_HOTPLUG_CYCLES", 10), k;
 	unsigned int cpu;
-	int fd;
-
 	(void)state;
 	cpu = t_nth_cpu(t_hog_cpus(&(cpu_set_t){ 0 }) - 1);
-	fd = online_fd(cpu);
-	if (getuid() != 0 || cpu == 0 || fd < 0 || T_TSAN)
+	if (!t_can_hotplug(cpu))
 		skip(); /* root, a CPU that can go offline; no fork under TSan */
-	close(fd);
-	guard_victim(cpu);
+	t_guard_victim(cpu);
 	workers_start();
 	for (k = 0; k < cycles; k++) {
-		assert_true(set_online(cpu, 0));
+		assert_true(t_set_online(cpu, 0));
 		t_sleep_ms(30);
-		assert_true(set_online(cpu, 1));
+		assert_true(t_set_online(cpu, 1));
 		t_sleep_ms(30);
 	}
 	workers_end();

@@ -1,0 +1,544 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The guarantees of include/cpuhog.h, one regression test per defect that
+ * broke one.  Each says what it caught; each failed on the code before its
+ * fix.  Stops are judged by the stop invariant (harness.h): a return of 0
+ * means fn ran exactly once on each CPU asked for, an error that it ran
+ * nowhere.
+ */
+#include "harness.h"
+#include "hotplug.h"
+
+#include <pthread.h>
+#include <sys/mman.h>
+
+static int nothing(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static void init_with(uint64_t stop_timeout_ns, uint64_t overrun_ns)
+{
+	struct cpuhog_attr a;
+
+	cpuhog_shutdown();
+	cpuhog_attr_init(&a);
+	a.stop_timeout_ns = stop_timeout_ns;
+	a.overrun_ns = overrun_ns;
+	assert_int_equal(cpuhog_init(&a), 0);
+}
+
+/* Two hogged CPUs with real-time hogs, or skip. */
+static void need_two_rt(unsigned int *mine, unsigned int *other)
+{
+	*mine = t_nth_cpu(0);
+	*other = t_nth_cpu(1);
+	if (*mine == *other)
+		t_skip("needs two hogged CPUs");
+	if (!t_can_rt())
+		t_skip("needs SCHED_FIFO (root or RLIMIT_RTPRIO)");
+}
+
+/* ---- a thread of ours that spins at FIFO @prio on @cpu ---- */
+
+struct spinner {
+	unsigned int cpu;
+	int prio;
+	unsigned int delay_ms, spin_ms;
+	pthread_t th;
+};
+
+static void *spin_main(void *arg)
+{
+	struct spinner *s = arg;
+	struct sched_param sp = { .sched_priority = s->prio };
+	uint64_t end;
+
+	t_pin(s->cpu);
+	pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	t_sleep_ms(s->delay_ms);
+	end = t_now() + s->spin_ms * MS;
+	while (t_now() < end)
+		;
+	return NULL;
+}
+
+/* ---- another process's FIFO 99 spinner on a CPU ---- */
+
+struct held {
+	_Atomic int started, done;
+};
+
+static struct held *hold_cpu(unsigned int cpu, unsigned int ms, pid_t *pid)
+{
+	struct held *h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE,
+			      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct sched_param sp = { .sched_priority = 99 };
+
+	assert_true(h != MAP_FAILED);
+	*pid = fork();
+	assert_true(*pid >= 0);
+	if (*pid == 0) {
+		uint64_t end;
+
+		t_pin(cpu);
+		if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
+			_exit(3);
+		end = t_now() + ms * MS;
+		atomic_store(&h->started, 1);
+		while (t_now() < end)
+			;
+		atomic_store(&h->done, 1);
+		_exit(0);
+	}
+	while (!atomic_load(&h->started))
+		t_sleep_ms(1);
+	return h;
+}
+
+/*
+ * 1a. The caller is starved past the deadline, and by the time it runs
+ * every hog has left: the stop was abandoned by a hog.  It returned 0
+ * with fn run nowhere, because the caller looked only at the count of
+ * finished works.
+ */
+static void stop_abandoned_while_caller_starved(void **state)
+{
+	struct spinner starver;
+	struct cpuhog_info in;
+	struct t_runs runs;
+	unsigned int mine, victim;
+	struct held *h;
+	pid_t pid;
+	int r, status;
+
+	(void)state;
+	need_two_rt(&mine, &victim);
+	init_with(10 * MS, 0);
+	t_pin(mine);
+	h = hold_cpu(victim, 40, &pid);
+	/* from 2 ms on, the caller's CPU is taken until 60 ms */
+	starver = (struct spinner){ mine, 50, 2, 58, 0 };
+	assert_int_equal(pthread_create(&starver.th, NULL, spin_main, &starver),
+			 0);
+	memset(&runs, 0, sizeof(runs));
+	r = stop_machine(t_count_run, &runs, 0, NULL);
+	pthread_join(starver.th, NULL);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(t_runs_ok(&runs, r, NULL));
+	assert_int_equal(r, -ETIMEDOUT);
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	assert_int_equal(in.stops, 0);
+	assert_int_equal(in.stop_timeouts, 1);
+	munmap(h, sizeof(*h));
+	cpuhog_shutdown();
+}
+
+/*
+ * 1b, 1c, 6, 10 (migrated): calls that need an offline CPU.  The stops
+ * returned 0 with fn run nowhere; hog_migrate returned -EINVAL; the
+ * declining hog's internal work counted as a migrated callback.
+ */
+static void calls_to_offline_cpu(void **state)
+{
+	unsigned int cpu = t_nth_cpu(1), mine = t_nth_cpu(0);
+	cpu_set_t one, both;
+	struct cpuhog_attr a;
+	struct cpuhog_info in;
+	struct t_runs runs;
+	int r;
+
+	(void)state;
+	if (cpu == mine || !t_can_hotplug(cpu))
+		t_skip("needs root, two hogged CPUs, CPU hotplug, no TSan");
+	t_guard_victim(cpu);
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	CPU_ZERO(&both);
+	CPU_SET(cpu, &both);
+	CPU_SET(mine, &both);
+	t_pin(mine);
+	assert_true(t_set_online(cpu, 0));
+
+	memset(&runs, 0, sizeof(runs));
+	r = stop_machine(t_count_run, &runs, sizeof(one), &one);
+	assert_true(t_runs_ok(&runs, r, &one));
+	assert_int_equal(r, -ENOENT);
+	memset(&runs, 0, sizeof(runs));
+	r = stop_machine(t_count_run, &runs, sizeof(both), &both);
+	assert_true(t_runs_ok(&runs, r, &both));
+	assert_int_equal(r, -ENOENT);
+	/* an offline CPU is not one fn must run on: the rest are held */
+	memset(&runs, 0, sizeof(runs));
+	r = stop_machine(t_count_run, &runs, 0, NULL);
+	assert_int_equal(r, 0);
+	assert_true(t_runs_ok(&runs, r, NULL));
+	/* as in the kernel: both CPUs of stop_two_cpus must be there */
+	memset(&runs, 0, sizeof(runs));
+	assert_int_equal(stop_two_cpus(mine, cpu, t_count_run, &runs), -ENOENT);
+	assert_int_equal(stop_two_cpus(cpu, mine, t_count_run, &runs), -ENOENT);
+	assert_int_equal(atomic_load(&runs.total), 0);
+	assert_int_equal(hog_migrate(0, cpu), -ENOENT);
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	assert_int_equal(in.migrated, 0);
+
+	/* 1c: the only hog is on the offline CPU */
+	assert_true(t_set_online(cpu, 1));
+	cpuhog_shutdown();
+	cpuhog_attr_init(&a);
+	a.cpus = &one;
+	a.cpus_setsize = sizeof(one);
+	assert_int_equal(cpuhog_init(&a), 0);
+	assert_true(t_set_online(cpu, 0));
+	memset(&runs, 0, sizeof(runs));
+	r = stop_machine(t_count_run, &runs, 0, NULL);
+	assert_true(t_runs_ok(&runs, r, NULL));
+	assert_int_equal(r, -ENOENT);
+	assert_true(t_set_online(cpu, 1));
+	cpuhog_shutdown();
+}
+
+/*
+ * 2. While fn runs, a thread at the hogs' own priority pinned to a held
+ * CPU must not run.  The hogs' spins yielded after 1 ms, and it ran.
+ */
+static _Atomic int probe_stop;
+static _Atomic unsigned long probe_wakes;
+
+static void *probe_main(void *arg)
+{
+	unsigned int cpu = (unsigned int)(uintptr_t)arg;
+	struct timespec ts = { 0, 200000 };
+
+	t_pin(cpu);
+	while (!atomic_load(&probe_stop)) {
+		nanosleep(&ts, NULL);
+		atomic_fetch_add(&probe_wakes, 1);
+	}
+	return NULL;
+}
+
+static int spin_5ms_watching(void *arg)
+{
+	unsigned long before = atomic_load(&probe_wakes);
+	uint64_t end = t_now() + 5 * MS;
+
+	(void)arg;
+	while (t_now() < end)
+		;
+	return (int)(atomic_load(&probe_wakes) - before);
+}
+
+static void hold_survives_long_fn(void **state)
+{
+	struct sched_param sp;
+	struct cpuhog_info in;
+	pthread_attr_t pa;
+	unsigned int mine, other;
+	unsigned long before;
+	pthread_t th;
+	cpu_set_t one;
+	int i, moved = 0;
+
+	(void)state;
+	need_two_rt(&mine, &other);
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	sp.sched_priority = in.priority; /* the hogs' own */
+	pthread_attr_init(&pa);
+	pthread_attr_setinheritsched(&pa, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&pa, SCHED_FIFO);
+	pthread_attr_setschedparam(&pa, &sp);
+	assert_int_equal(pthread_create(&th, &pa, probe_main,
+					(void *)(uintptr_t)other),
+			 0);
+	pthread_attr_destroy(&pa);
+	before = atomic_load(&probe_wakes);
+	t_sleep_ms(20);
+	if (atomic_load(&probe_wakes) == before) {
+		atomic_store(&probe_stop, 1);
+		pthread_join(th, NULL);
+		t_skip("the probe did not run before the stops");
+	}
+	CPU_ZERO(&one);
+	CPU_SET(mine, &one);
+	for (i = 0; i < 5; i++)
+		moved += stop_machine(spin_5ms_watching, NULL, sizeof(one),
+				      &one);
+	atomic_store(&probe_stop, 1);
+	pthread_join(th, NULL);
+	print_message("probe woke %d times during 25 ms of fn\n", moved);
+	assert_int_equal(moved, 0);
+}
+
+/*
+ * 3. A process-directed signal that every thread blocks (SIGCHLD read
+ * with sigwaitinfo) must reach the application untouched.  A hog took it
+ * and re-sent it with kill(), as SI_USER from ourselves with status 0.
+ */
+static void sigchld_not_stolen(void **state)
+{
+	uint64_t end = t_now() + 2000 * MS;
+	struct timespec ts = { 2, 0 };
+	sigset_t chld, pend;
+	siginfo_t si;
+	pid_t pid;
+	int i;
+
+	(void)state;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	assert_int_equal(pthread_sigmask(SIG_BLOCK, &chld, NULL), 0);
+	assert_int_equal(cpuhog_init(NULL), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(42);
+	do {
+		t_sleep_ms(1);
+		sigpending(&pend);
+	} while (!sigismember(&pend, SIGCHLD) && t_now() < end);
+	if (!sigismember(&pend, SIGCHLD))
+		t_skip("SIGCHLD never became pending");
+	for (i = 0; i < 4; i++)
+		assert_int_equal(hog_one_cpu(t_nth_cpu(i), nothing, NULL), 0);
+	memset(&si, 0, sizeof(si));
+	assert_int_equal(sigtimedwait(&chld, &si, &ts), SIGCHLD);
+	assert_int_equal(si.si_code, CLD_EXITED);
+	assert_int_equal(si.si_pid, pid);
+	assert_int_equal(si.si_status, 42);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+}
+
+/*
+ * 4. Strict mode while another thread forks: a hog's write faults and
+ * waits for fork's mmap lock, which is not the callback sleeping.  The
+ * process aborted; without strict mode "slept" was reported.  (An empty
+ * callback shows it too, but rarely: the fault must come between fork's
+ * TLB flush and its unlock, while the hog is inside the check.)
+ */
+static _Atomic int callers_stop;
+static char touched[16 * 4096];
+
+/* 20 us of writes to the data segment: no sleep, but a page fault after
+ * each fork, likely while fork still holds the mmap lock. */
+static int write_pages(void *arg)
+{
+	uint64_t end = t_now() + 20000;
+	size_t i;
+
+	(void)arg;
+	do {
+		for (i = 0; i < sizeof(touched); i += 4096)
+			touched[i]++;
+	} while (t_now() < end);
+	return 0;
+}
+
+static void *writing_caller(void *arg)
+{
+	unsigned int cpu = (unsigned int)(uintptr_t)arg;
+
+	while (!atomic_load(&callers_stop))
+		if (hog_one_cpu(cpu, write_pages, NULL) != 0)
+			_exit(6);
+	return NULL;
+}
+
+static void strict_child(void *arg)
+{
+	struct cpuhog_attr a;
+	struct cpuhog_info in;
+	pthread_t th[2];
+	uint64_t end;
+	int i, forks = 0;
+
+	(void)arg;
+	cpuhog_attr_init(&a);
+	a.flags = CPUHOG_F_STRICT;
+	if (cpuhog_init(&a) != 0)
+		_exit(8);
+	for (i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, writing_caller,
+			       (void *)(uintptr_t)t_nth_cpu(i));
+	end = t_now() + 1000 * MS;
+	while (t_now() < end) {
+		pid_t pid = fork();
+
+		if (pid == 0)
+			_exit(0);
+		if (pid > 0 && waitpid(pid, NULL, 0) == pid)
+			forks++;
+	}
+	atomic_store(&callers_stop, 1);
+	for (i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	cpuhog_get_info(&in);
+	printf("strict mode: %d forks, %llu callbacks, %llu reported slept\n",
+	       forks, (unsigned long long)in.run,
+	       (unsigned long long)in.slept);
+	fflush(stdout);
+	_exit(in.slept ? 5 : 0);
+}
+
+static void strict_mode_survives_fork(void **state)
+{
+	int status;
+
+	(void)state;
+	status = t_in_child(strict_child, NULL);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/*
+ * 5. UINT64_MAX as "never": the deadline wrapped and every stop timed
+ * out at once.  A spin near the maximum wrapped the same way; it is now
+ * refused.
+ */
+static void timeouts_never(void **state)
+{
+	struct cpuhog_attr a;
+	struct t_runs runs;
+	int r;
+
+	(void)state;
+	cpuhog_attr_init(&a);
+	a.stop_timeout_ns = CPUHOG_NO_TIMEOUT;
+	a.spin_ns = CPUHOG_NO_SPIN;
+	a.overrun_ns = UINT64_MAX;
+	assert_int_equal(cpuhog_init(&a), 0);
+	memset(&runs, 0, sizeof(runs));
+	r = stop_machine(t_count_run, &runs, 0, NULL);
+	assert_int_equal(r, 0);
+	assert_true(t_runs_ok(&runs, r, NULL));
+	assert_int_equal(hog_one_cpu(t_nth_cpu(1), nothing, NULL), 0);
+	cpuhog_shutdown();
+	cpuhog_attr_init(&a);
+	a.spin_ns = UINT64_MAX - 1;
+	assert_int_equal(cpuhog_init(&a), -EINVAL);
+	a.spin_ns = 2000000000u; /* over a second: refused too */
+	assert_int_equal(cpuhog_init(&a), -EINVAL);
+	a.spin_ns = 1000000000u;
+	assert_int_equal(cpuhog_init(&a), 0);
+	cpuhog_shutdown();
+}
+
+/*
+ * 9. fn blocks on a lock whose owner was preempted by a held CPU's hog.
+ * The other hogs spun until RT throttling (about a second here; for ever
+ * with sched_rt_runtime_us = -1).  Now the hold ends at overrun_ns and
+ * the owner runs.
+ */
+static pthread_mutex_t owned = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int owner_locked, fn_started;
+
+static void *owner_main(void *arg)
+{
+	uint64_t end;
+
+	t_pin((unsigned int)(uintptr_t)arg);
+	pthread_mutex_lock(&owned);
+	atomic_store(&owner_locked, 1);
+	while (!atomic_load(&fn_started))
+		;
+	end = t_now() + 1 * MS;
+	while (t_now() < end)
+		;
+	pthread_mutex_unlock(&owned);
+	return NULL;
+}
+
+static int lock_owned(void *arg)
+{
+	(void)arg;
+	atomic_store(&fn_started, 1);
+	pthread_mutex_lock(&owned);
+	pthread_mutex_unlock(&owned);
+	return 7;
+}
+
+static void fn_blocked_hold_is_bounded(void **state)
+{
+	unsigned int mine, other;
+	struct cpuhog_info in;
+	cpu_set_t one;
+	pthread_t th;
+	uint64_t t0, dt;
+	int r;
+
+	(void)state;
+	need_two_rt(&mine, &other);
+	init_with(0, 20 * MS);
+	t_pin(mine);
+	assert_int_equal(pthread_create(&th, NULL, owner_main,
+					(void *)(uintptr_t)other),
+			 0);
+	while (!atomic_load(&owner_locked))
+		t_sleep_ms(1);
+	CPU_ZERO(&one);
+	CPU_SET(mine, &one);
+	t0 = t_now();
+	r = stop_machine(lock_owned, NULL, sizeof(one), &one);
+	dt = t_now() - t0;
+	pthread_join(th, NULL);
+	print_message("stop with a blocked fn took %.1f ms\n", dt / 1e6);
+	assert_int_equal(r, 7);
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	assert_true(in.holds_released >= 1);
+	assert_true(dt < 500 * MS); /* generous: the bound is 20 ms */
+	cpuhog_shutdown();
+}
+
+/*
+ * 10. A buffer never queued: hog_work_done() agrees with hog_work_wait(),
+ * which returns at once.  In a forked child, a buffer the parent queued
+ * never finishes there: waiting for it hung for ever.
+ */
+static struct cpuhog_work parent_work = CPUHOG_WORK_INIT;
+
+static int spin_20ms(void *arg)
+{
+	uint64_t end = t_now() + 20 * MS;
+
+	(void)arg;
+	while (t_now() < end)
+		;
+	return 9;
+}
+
+static void child_waits(void *arg)
+{
+	(void)arg;
+	_exit(hog_work_wait(&parent_work) == -ENOENT &&
+			      hog_work_done(&parent_work)
+		      ? 0
+		      : 4);
+}
+
+static void work_buffers_across_fork(void **state)
+{
+	struct cpuhog_work never = CPUHOG_WORK_INIT;
+	int status;
+
+	(void)state;
+	assert_int_equal(hog_work_wait(&never), -EINVAL);
+	assert_true(hog_work_done(&never));
+	assert_true(hog_one_cpu_nowait(t_nth_cpu(1), spin_20ms, NULL,
+				       &parent_work));
+	status = t_in_child(child_waits, NULL);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(hog_work_wait(&parent_work), 9);
+}
+
+T_MAIN(((const struct CMUnitTest[]){
+	cmocka_unit_test(stop_abandoned_while_caller_starved),
+	cmocka_unit_test(calls_to_offline_cpu),
+	cmocka_unit_test(hold_survives_long_fn),
+	cmocka_unit_test(sigchld_not_stolen),
+	cmocka_unit_test(strict_mode_survives_fork),
+	cmocka_unit_test(timeouts_never),
+	cmocka_unit_test(fn_blocked_hold_is_bounded),
+	cmocka_unit_test(work_buffers_across_fork),
+}))
