@@ -13,48 +13,23 @@
  * Waiting is sleeping: every wait in this library ends on a futex, never
  * in an unbounded spin, so a caller of any priority on any CPU cannot be
  * starved by, or starve, the hog it waits for.
+ *
+ * The hogs' lifecycle (init, shutdown, fork) is in lifecycle.c.
  */
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 _Thread_local struct hog *cpuhog_self;
-
-/*
- * The context and the count of calls using it.  The count lives outside
- * the context so that a call may announce itself before it knows whether
- * a context exists; see ctx_get() and cpuhog_shutdown().
- */
-static _Atomic(struct ctx *) g_ctx;
-static _Atomic uint32_t g_users;
-static _Atomic bool g_shutting;
-static _Atomic uint64_t g_spin_ns; /* for hog_work_wait(), which holds no
-				      reference to the context */
-static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
-static struct ctx *g_orphans; /* contexts inherited over fork() */
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define DEFAULT_STACK (512u << 10) /* sanitizers need far more stack */
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define DEFAULT_STACK (512u << 10)
-#endif
-#endif
-#ifndef DEFAULT_STACK
-/* With the guard page and the hog's own state: under 64 KiB per CPU. */
-#define DEFAULT_STACK (56u << 10)
-#endif
+_Atomic uint64_t g_spin_ns;
+_Atomic uint32_t g_epoch;
 
 /* ---- the hog thread ---------------------------------------------------- */
 
-static void wake_hog(struct hog *h)
+void wake_hog(struct hog *h)
 {
 	/*
 	 * seq_cst load after the producer's seq_cst push: with hog_sleep()'s
@@ -118,20 +93,20 @@ static void hog_count(_Atomic uint64_t *ctr)
 
 static void run_one(struct hog *h, struct work *w)
 {
-	bool check = !w->internal && !(h->ctx->flags & CPUHOG_F_NO_CHECKS);
-	long nvcsw = 0;
-	uint64_t t0 = 0;
+	bool internal = w->flags & W_F_INTERNAL;
+	bool check = !internal && !(h->ctx->flags & CPUHOG_F_NO_CHECKS);
+	struct check ck;
 	int ret;
 
 	if (check)
-		check_begin(h, w, &nvcsw, &t0);
+		check_begin(&ck);
 	ret = w->fn(w->arg);
 	if (check)
-		check_end(h, w, nvcsw, t0, (int)h->cpu);
-	else if (sched_getcpu() != (int)h->cpu)
+		check_end(h, w->fn, &ck);
+	else if (!internal && sched_getcpu() != (int)h->cpu)
 		hog_count(&h->migrated);
-	if (!w->internal)
-		redirect_signals();
+	if (!internal)
+		redirect_signals(h);
 	hog_count(&h->run);
 	work_finish(w, ret, 1);
 }
@@ -152,7 +127,7 @@ static void run_batch(struct hog *h, struct work *w)
 
 		here = here && sched_getcpu() == (int)h->cpu;
 		h->off_cpu = !here;
-		if (here || w->internal) {
+		if (here || (w->flags & W_F_INTERNAL)) {
 			run_one(h, w);
 		} else {
 			hog_count(&h->refused);
@@ -176,13 +151,14 @@ static struct work *reverse(struct work *w)
 	return r;
 }
 
-static void *hog_main(void *arg)
+void *hog_main(void *arg)
 {
 	struct hog *h = arg;
 	struct work *list;
 
 	cpuhog_self = h;
 	h->tid = gettid();
+	h->status_fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
 	obtain_priority(h, h->ctx->want_priority);
 	/* release: tid and priority fields before the creator reads them */
 	atomic_store_explicit(&h->started, 1, memory_order_release);
@@ -247,7 +223,7 @@ static int state_sleep(_Atomic uint32_t *st, uint64_t deadline)
 int work_wait(struct work *w, bool may_spin, uint64_t spin_ns)
 {
 	if (may_spin && spin_ns) {
-		uint64_t end = now_ns() + spin_ns;
+		uint64_t end = deadline_in(spin_ns);
 		unsigned int k = 0;
 
 		/* acquire: ret and ran, once DONE is seen */
@@ -265,356 +241,6 @@ int work_wait(struct work *w, bool may_spin, uint64_t spin_ns)
 int slot_wait_free(struct work *slot, uint64_t deadline)
 {
 	return state_sleep(&slot->state, deadline);
-}
-
-/* ---- the context ------------------------------------------------------- */
-
-struct ctx *ctx_get(int *err)
-{
-	for (;;) {
-		struct ctx *c;
-		int r;
-
-		/*
-		 * seq_cst increment, then seq_cst load: Dekker with
-		 * cpuhog_shutdown()'s store of NULL and load of the count.
-		 * Either shutdown sees us and waits, or we see NULL.
-		 */
-		atomic_fetch_add(&g_users, 1);
-		c = atomic_load(&g_ctx);
-		if (c)
-			return c;
-		ctx_put();
-		if (atomic_load(&g_shutting) || cpuhog_self) {
-			*err = -ESHUTDOWN;
-			return NULL;
-		}
-		r = cpuhog_init(NULL);
-		if (r < 0 && r != -EALREADY) {
-			*err = r;
-			return NULL;
-		}
-	}
-}
-
-void ctx_put(void)
-{
-	/* release: our last use of the context before shutdown frees it */
-	atomic_fetch_sub_explicit(&g_users, 1, memory_order_release);
-}
-
-struct hog *hog_of(struct ctx *c, unsigned int cpu)
-{
-	return cpu < c->nr_cpu_ids ? c->by_cpu[cpu] : NULL;
-}
-
-static void ctx_free(struct ctx *c)
-{
-	unsigned int i;
-
-	for (i = 0; c->hogs && i < c->nr_hogs; i++)
-		free(c->hogs[i].mask);
-	free(c->hogs);
-	free(c->by_cpu);
-	free(c->msel);
-	stop_state_free(c->stop);
-	free(c);
-}
-
-static void hogs_stop(struct ctx *c)
-{
-	unsigned int i;
-
-	for (i = 0; i < c->nr_hogs; i++) {
-		atomic_store(&c->hogs[i].stop, true); /* seq_cst: see wake_hog */
-		wake_hog(&c->hogs[i]);
-	}
-	for (i = 0; i < c->nr_hogs; i++)
-		pthread_join(c->hogs[i].thread, NULL);
-	pthread_mutex_destroy(&c->multi_lock);
-}
-
-static int attr_check(const struct cpuhog_attr *a)
-{
-	int max = sched_get_priority_max(SCHED_FIFO);
-
-	if (!a)
-		return 0;
-	if (a->size && a->size < offsetof(struct cpuhog_attr, reserved_))
-		return -EINVAL;
-	if (a->flags & ~(unsigned int)(CPUHOG_F_STRICT | CPUHOG_F_WEAK_STOP |
-				       CPUHOG_F_NO_CHECKS))
-		return -EINVAL;
-	if (a->priority < 0 || a->priority > max)
-		return -EINVAL;
-	if (a->stack_size && a->stack_size < (size_t)PTHREAD_STACK_MIN)
-		return -EINVAL;
-	if (a->cpus && !a->cpus_setsize)
-		return -EINVAL;
-	return 0;
-}
-
-static void ctx_settings(struct ctx *c, const struct cpuhog_attr *a)
-{
-	const char *strict = getenv("CPUHOG_STRICT");
-	struct cpuhog_attr def;
-
-	if (!a) {
-		cpuhog_attr_init(&def);
-		a = &def;
-	}
-	c->flags = a->flags;
-	if (strict && strcmp(strict, "1") == 0)
-		c->flags |= CPUHOG_F_STRICT;
-	c->want_priority =
-		a->priority ? a->priority : sched_get_priority_max(SCHED_FIFO);
-	c->stack_size = a->stack_size ? a->stack_size : DEFAULT_STACK;
-	c->overrun_ns = a->overrun_ns ? a->overrun_ns : 100000000u;
-	c->stop_timeout_ns = a->stop_timeout_ns ? a->stop_timeout_ns
-						: 200000000u;
-	c->spin_ns = a->spin_ns == CPUHOG_NO_SPIN ? 0
-		     : a->spin_ns		   ? a->spin_ns
-						   : 50000u;
-}
-
-/*
- * The CPUs to hog: the attribute's set, else every online CPU (those
- * outside the cpuset fail to pin and get no hog).  Not the calling
- * thread's affinity: which thread initialises must not matter.
- */
-static cpu_set_t *wanted_cpus(struct ctx *c, const struct cpuhog_attr *a,
-			      size_t *size)
-{
-	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
-	cpu_set_t *set = CPU_ALLOC(c->nr_cpu_ids);
-	unsigned int cpu;
-
-	if (!set)
-		return NULL;
-	*size = sz;
-	CPU_ZERO_S(sz, set);
-	if (a && a->cpus) {
-		memcpy(set, a->cpus, a->cpus_setsize < sz ? a->cpus_setsize : sz);
-	} else if (read_cpulist("/sys/devices/system/cpu/online", sz, set,
-				c->nr_cpu_ids) <= 0) {
-		for (cpu = 0; cpu < c->nr_cpu_ids; cpu++)
-			CPU_SET_S(cpu, sz, set);
-	}
-	return set;
-}
-
-/* Create the hog of @cpu.  -EINVAL: the CPU cannot be used. */
-static int hog_start(struct ctx *c, struct hog *h, unsigned int cpu)
-{
-	pthread_attr_t pa;
-	sigset_t all;
-	char name[16];
-	int r;
-
-	h->cpu = cpu;
-	h->ctx = c;
-	h->masksize = CPU_ALLOC_SIZE(c->nr_cpu_ids);
-	h->mask = CPU_ALLOC(c->nr_cpu_ids);
-	if (!h->mask)
-		return -ENOMEM;
-	CPU_ZERO_S(h->masksize, h->mask);
-	CPU_SET_S(cpu, h->masksize, h->mask);
-	sigfillset(&all);
-	pthread_attr_init(&pa);
-	pthread_attr_setstacksize(&pa, c->stack_size);
-	/* Born pinned and with every signal blocked: no window where a
-	 * signal lands in a hog or the hog runs on another CPU. */
-	pthread_attr_setaffinity_np(&pa, h->masksize, h->mask);
-	pthread_attr_setsigmask_np(&pa, &all);
-	r = -pthread_create(&h->thread, &pa, hog_main, h);
-	pthread_attr_destroy(&pa);
-	if (r)
-		return r;
-	snprintf(name, sizeof(name), "cpuhog/%u", cpu % 100000000u);
-	pthread_setname_np(h->thread, name);
-	return 0;
-}
-
-static void hogs_await_start(struct ctx *c)
-{
-	unsigned int i;
-
-	c->rt_ok = true;
-	for (i = 0; i < c->nr_hogs; i++) {
-		struct hog *h = &c->hogs[i];
-
-		/* acquire: pairs with hog_main()'s release of started */
-		while (!atomic_load_explicit(&h->started, memory_order_acquire))
-			futex_wait(&h->started, 0, NO_DEADLINE);
-		if (h->policy != SCHED_FIFO && h->policy != SCHED_RR)
-			c->rt_ok = false;
-	}
-}
-
-static int ctx_alloc(struct ctx *c, unsigned int n)
-{
-	c->by_cpu = calloc(c->nr_cpu_ids, sizeof(*c->by_cpu));
-	c->hogs = aligned_alloc(CACHELINE, sizeof(struct hog) * (n ? n : 1));
-	c->msel = calloc(n ? n : 1, sizeof(*c->msel));
-	c->stop = stop_state_alloc(c->nr_cpu_ids);
-	if (!c->by_cpu || !c->hogs || !c->msel || !c->stop)
-		return -ENOMEM;
-	memset(c->hogs, 0, sizeof(struct hog) * (n ? n : 1));
-	return 0;
-}
-
-static int hogs_start(struct ctx *c, size_t sz, const cpu_set_t *want)
-{
-	unsigned int cpu;
-	int r;
-
-	for (cpu = 0; cpu < c->nr_cpu_ids; cpu++) {
-		struct hog *h = &c->hogs[c->nr_hogs];
-
-		if (!CPU_ISSET_S(cpu, sz, want))
-			continue;
-		r = hog_start(c, h, cpu);
-		if (r == -EINVAL) { /* offline or outside the cpuset */
-			free(h->mask);
-			memset(h, 0, sizeof(*h));
-			continue;
-		}
-		if (r < 0) {
-			free(h->mask);
-			memset(h, 0, sizeof(*h));
-			return r;
-		}
-		c->by_cpu[cpu] = h;
-		c->nr_hogs++;
-	}
-	return c->nr_hogs ? 0 : -ENOENT;
-}
-
-static int ctx_create(const struct cpuhog_attr *a, struct ctx **out)
-{
-	struct ctx *c = calloc(1, sizeof(*c));
-	pthread_mutexattr_t ma;
-	cpu_set_t *want;
-	size_t sz;
-	int r;
-
-	if (!c)
-		return -ENOMEM;
-	c->nr_cpu_ids = possible_cpus();
-	ctx_settings(c, a);
-	want = wanted_cpus(c, a, &sz);
-	r = want ? ctx_alloc(c, (unsigned int)CPU_COUNT_S(sz, want)) : -ENOMEM;
-	if (r == 0) {
-		pthread_mutexattr_init(&ma);
-		/* Callers of any priority take it: inherit, don't invert. */
-		pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
-		pthread_mutex_init(&c->multi_lock, &ma);
-		pthread_mutexattr_destroy(&ma);
-		r = hogs_start(c, sz, want);
-		hogs_await_start(c);
-		if (r < 0)
-			hogs_stop(c);
-	}
-	CPU_FREE(want);
-	if (r < 0) {
-		ctx_free(c);
-		return r;
-	}
-	*out = c;
-	return 0;
-}
-
-/*
- * After fork() the child has none of the hog threads: forget the
- * context (its memory is freed at the next init, when malloc is surely
- * usable) and reset the locks that a parent's thread may have held.
- */
-static void atfork_child(void)
-{
-	struct ctx *c = atomic_load_explicit(&g_ctx, memory_order_relaxed);
-
-	if (c) {
-		c->orphan_next = g_orphans;
-		g_orphans = c;
-	}
-	atomic_store_explicit(&g_ctx, NULL, memory_order_relaxed);
-	atomic_store_explicit(&g_users, 0, memory_order_relaxed);
-	atomic_store_explicit(&g_shutting, false, memory_order_relaxed);
-	pthread_mutex_init(&g_init_lock, NULL);
-	cpuhog_self = NULL;
-}
-
-static void atfork_register(void)
-{
-	pthread_atfork(NULL, NULL, atfork_child);
-}
-
-static void orphans_free(void)
-{
-	while (g_orphans) {
-		struct ctx *c = g_orphans;
-
-		g_orphans = c->orphan_next;
-		ctx_free(c);
-	}
-}
-
-/* ---- the API ----------------------------------------------------------- */
-
-void cpuhog_attr_init(struct cpuhog_attr *attr)
-{
-	if (!attr)
-		return;
-	memset(attr, 0, sizeof(*attr));
-	attr->size = sizeof(*attr);
-}
-
-int cpuhog_init(const struct cpuhog_attr *attr)
-{
-	struct ctx *c;
-	int r;
-
-	if (cpuhog_self)
-		return -EDEADLK;
-	r = attr_check(attr);
-	if (r < 0)
-		return r;
-	pthread_once(&g_atfork_once, atfork_register);
-	pthread_mutex_lock(&g_init_lock);
-	if (atomic_load(&g_ctx)) {
-		pthread_mutex_unlock(&g_init_lock);
-		return -EALREADY;
-	}
-	orphans_free();
-	r = ctx_create(attr, &c);
-	if (r == 0) {
-		atomic_store_explicit(&g_spin_ns, c->spin_ns,
-				      memory_order_relaxed);
-		/* release: the whole context before any call can see it */
-		atomic_store_explicit(&g_ctx, c, memory_order_release);
-	}
-	pthread_mutex_unlock(&g_init_lock);
-	return r;
-}
-
-void cpuhog_shutdown(void)
-{
-	struct ctx *c;
-
-	if (cpuhog_self)
-		return;
-	pthread_mutex_lock(&g_init_lock);
-	c = atomic_load(&g_ctx);
-	if (c) {
-		atomic_store(&g_shutting, true);
-		atomic_store(&g_ctx, NULL); /* seq_cst: see ctx_get() */
-		while (atomic_load(&g_users) != 0)
-			nanosleep(&(struct timespec){ 0, 100000 }, NULL);
-		hogs_stop(c); /* drains every queue */
-		ctx_free(c);
-		atomic_store(&g_shutting, false);
-	}
-	pthread_mutex_unlock(&g_init_lock);
 }
 
 static bool may_spin(unsigned int cpu)
@@ -680,9 +306,31 @@ bool hog_one_cpu_nowait(unsigned int cpu, cpuhog_fn_t fn, void *arg,
 	w->arg = arg;
 	w->cpu = cpu;
 	w->group = NULL;
-	w->internal = 0;
+	w->flags = 0;
+	/* relaxed, both: only a fork changes g_epoch, and only in the
+	 * child; a reader of the buffer's epoch compares it with that */
+	atomic_store_explicit(&w->epoch,
+			      atomic_load_explicit(&g_epoch, memory_order_relaxed),
+			      memory_order_relaxed);
 	queue_work(h, w);
 	ctx_put();
+	return true;
+}
+
+/*
+ * A work queued before this process was forked: its hog is the parent's,
+ * and this copy of the buffer would never finish.  It did not run here.
+ */
+static bool forked_away(struct work *w, uint32_t s)
+{
+	if ((s & W_STATE) != W_QUEUED ||
+	    atomic_load_explicit(&w->epoch, memory_order_relaxed) ==
+		    atomic_load_explicit(&g_epoch, memory_order_relaxed))
+		return false;
+	w->ret = -ENOENT;
+	w->ran = 0;
+	/* relaxed: only this thread of the child can see the buffer */
+	atomic_store_explicit(&w->state, W_DONE, memory_order_relaxed);
 	return true;
 }
 
@@ -693,11 +341,13 @@ int hog_work_wait(struct cpuhog_work *work_buf)
 
 	if (!w)
 		return -EINVAL;
-	s = atomic_load_explicit(&w->state, memory_order_acquire) & ~W_WAITER;
-	if (s != W_QUEUED && s != W_DONE)
+	s = atomic_load_explicit(&w->state, memory_order_acquire);
+	if ((s & W_STATE) != W_QUEUED && (s & W_STATE) != W_DONE)
 		return -EINVAL;
 	if (cpuhog_self)
 		return -EDEADLK;
+	if (forked_away(w, s))
+		return -ENOENT;
 	return work_wait(w, may_spin(w->cpu),
 			 atomic_load_explicit(&g_spin_ns,
 					      memory_order_relaxed));
@@ -707,102 +357,10 @@ bool hog_work_done(const struct cpuhog_work *work_buf)
 {
 	struct work *w = (struct work *)work_buf;
 
-	/* acquire: so that a following hog_work_wait() reads the result */
-	return w && atomic_load_explicit(&w->state, memory_order_acquire) ==
-			    W_DONE;
-}
-
-static uint64_t sum(struct ctx *c, size_t off)
-{
-	uint64_t s = 0;
-	unsigned int i;
-
-	for (i = 0; i < c->nr_hogs; i++)
-		s += atomic_load_explicit(
-			(_Atomic uint64_t *)((char *)&c->hogs[i] + off),
-			memory_order_relaxed);
-	return s;
-}
-
-static void info_sched(struct ctx *c, struct cpuhog_info *info)
-{
-	unsigned int i;
-
-	info->policy = SCHED_FIFO;
-	info->priority = INT_MAX;
-	for (i = 0; i < c->nr_hogs; i++) {
-		struct hog *h = &c->hogs[i];
-		bool rt = h->policy == SCHED_FIFO || h->policy == SCHED_RR;
-
-		if (h->cpu < CPU_SETSIZE)
-			CPU_SET(h->cpu, &info->cpus);
-		if (!rt && info->policy != SCHED_OTHER) {
-			info->policy = h->policy;
-			info->priority = 0;
-			info->nice = h->nice;
-			info->rt_errno = h->rt_errno;
-		}
-		if (rt && info->policy == SCHED_FIFO &&
-		    h->priority < info->priority)
-			info->priority = h->priority;
-		if (!rt && h->nice > info->nice)
-			info->nice = h->nice;
-	}
-}
-
-int cpuhog_get_info(struct cpuhog_info *info)
-{
-	struct ctx *c;
-	int err;
-
-	if (!info)
-		return -EINVAL;
-	c = ctx_get(&err);
-	if (!c)
-		return err;
-	memset(info, 0, sizeof(*info));
-	info->nr_cpu_ids = c->nr_cpu_ids;
-	info->nr_hogs = c->nr_hogs;
-	info->flags = c->flags;
-	info->stack_size = c->stack_size;
-	info_sched(c, info);
-	info->queued = sum(c, offsetof(struct hog, queued));
-	info->run = sum(c, offsetof(struct hog, run));
-	info->refused = sum(c, offsetof(struct hog, refused));
-	info->slept = sum(c, offsetof(struct hog, slept));
-	info->overran = sum(c, offsetof(struct hog, overran));
-	info->migrated = sum(c, offsetof(struct hog, migrated));
-	info->stops = atomic_load_explicit(&c->stops, memory_order_relaxed);
-	info->stop_timeouts =
-		atomic_load_explicit(&c->stop_timeouts, memory_order_relaxed);
-	ctx_put();
-	return 0;
-}
-
-int cpuhog_get_cpus(size_t setsize, cpu_set_t *set)
-{
-	struct ctx *c;
-	unsigned int i;
-	int err;
-
-	if (!set)
-		return -EINVAL;
-	c = ctx_get(&err);
-	if (!c)
-		return err;
-	if (setsize < CPU_ALLOC_SIZE(c->nr_cpu_ids)) {
-		ctx_put();
-		return -EINVAL;
-	}
-	CPU_ZERO_S(setsize, set);
-	for (i = 0; i < c->nr_hogs; i++)
-		CPU_SET_S(c->hogs[i].cpu, setsize, set);
-	err = (int)c->nr_hogs;
-	ctx_put();
-	return err;
-}
-
-const char *cpuhog_version(void)
-{
-	return CPUHOG_VERSION_STRING;
+	/* acquire: so that a following hog_work_wait() reads the result.
+	 * A buffer never queued is "done": waiting returns at once. */
+	return !w || (atomic_load_explicit(&w->state, memory_order_acquire) &
+		      W_STATE) != W_QUEUED ||
+	       atomic_load_explicit(&w->epoch, memory_order_relaxed) !=
+		       atomic_load_explicit(&g_epoch, memory_order_relaxed);
 }

@@ -39,8 +39,16 @@ struct work {
 	_Atomic uint32_t state;
 	uint32_t ran; /* 1 if fn ran */
 	uint32_t cpu;
-	uint32_t internal; /* 1: a library callback: exempt from checks, and
-			      run even off its CPU (it reads off_cpu) */
+	uint32_t flags; /* W_F_* */
+	_Atomic uint32_t epoch; /* g_epoch when queued: a fork makes it stale */
+};
+
+/* struct work.flags */
+enum {
+	W_F_INTERNAL = 1u << 0, /* a library callback: exempt from checks,
+				   and run even off its CPU (reads off_cpu) */
+	W_F_RUNS_FN = 1u << 1,  /* a stop: this CPU runs fn */
+	W_F_NEEDED = 1u << 2,   /* a stop: fails (-ENOENT) without this CPU */
 };
 _Static_assert(sizeof(struct work) <= sizeof(struct cpuhog_work),
 	       "struct work must fit in struct cpuhog_work");
@@ -71,12 +79,17 @@ struct hog {
 	bool off_cpu; /* the current batch cannot run on cpu */
 	_Atomic uint32_t started; /* futex: 0 until the hog is set up */
 	pid_t tid;
+	int status_fd; /* /proc/thread-self/status, for redirect_signals() */
 	pthread_t thread;
 	struct ctx *ctx;
 	int policy, priority, nice, rt_errno;
 	_Atomic uint64_t run, refused, slept, overran, migrated;
 	size_t masksize;
 	cpu_set_t *mask; /* scratch for the affinity check */
+	/* Stops: the generation this hog holds its CPU for, and when it last
+	 * looked around while spinning (read by the other hogs). */
+	_Atomic uint32_t held_gen;
+	_Atomic uint64_t beat;
 
 	/* The work of multi-CPU calls, one at a time (serialized). */
 	struct work slot;
@@ -100,8 +113,9 @@ struct ctx {
 	uint32_t multi_gen; /* under multi_lock */
 	struct group group;
 	struct hog **msel; /* nr_hogs entries, under multi_lock */
+	uint32_t *mflags;  /* work flags per msel entry, under multi_lock */
 	struct stop_state *stop;
-	_Atomic uint64_t stops, stop_timeouts;
+	_Atomic uint64_t stops, stop_timeouts, holds_released;
 
 	/* Reported callbacks (once per function and kind). */
 	_Atomic(uintptr_t) reported[64];
@@ -110,6 +124,11 @@ struct ctx {
 
 /* hog.c */
 HIDDEN extern _Thread_local struct hog *cpuhog_self;
+HIDDEN extern _Atomic uint64_t g_spin_ns; /* hog_work_wait() holds no
+					     reference to the context */
+HIDDEN extern _Atomic uint32_t g_epoch;  /* moves on in a forked child */
+HIDDEN void *hog_main(void *arg);
+HIDDEN void wake_hog(struct hog *h);
 HIDDEN struct ctx *ctx_get(int *err);
 HIDDEN void ctx_put(void);
 HIDDEN struct hog *hog_of(struct ctx *c, unsigned int cpu);
@@ -123,7 +142,7 @@ HIDDEN unsigned int multi_select(struct ctx *c, size_t setsize,
 HIDDEN int64_t multi_reserve(struct ctx *c, unsigned int n,
 			     uint64_t deadline);
 HIDDEN void multi_push(struct ctx *c, unsigned int n, uint32_t gen,
-		       cpuhog_fn_t fn, void *arg, bool internal);
+		       cpuhog_fn_t fn, void *arg, uint32_t flags);
 HIDDEN int multi_wait(struct ctx *c, uint64_t deadline,
 		      int (*poll)(struct ctx *c, bool timed_out));
 HIDDEN int multi_result(struct ctx *c, unsigned int n, bool *ran_any);
@@ -131,30 +150,34 @@ HIDDEN void group_kick(struct group *g);
 HIDDEN int multi_lock(struct ctx *c, bool try);
 
 /* stop_machine.c */
-HIDDEN struct stop_state *stop_state_alloc(unsigned int nr_cpu_ids);
+HIDDEN struct stop_state *stop_state_alloc(struct ctx *c);
 HIDDEN void stop_state_free(struct stop_state *st);
 
-/* report.c */
-HIDDEN void check_begin(struct hog *h, struct work *w, long *nvcsw,
-			uint64_t *t0);
-HIDDEN void redirect_signals(void);
-HIDDEN void check_end(struct hog *h, struct work *w, long nvcsw, uint64_t t0,
-		      int cpu_before);
+/* report.c: what check_begin() saw, for check_end() */
+struct check {
+	long nvcsw, minflt;
+	uint64_t t0;
+};
+HIDDEN void check_begin(struct check *ck);
+HIDDEN void check_end(struct hog *h, cpuhog_fn_t fn, const struct check *ck);
+HIDDEN void redirect_signals(struct hog *h);
 
 /* platform.c */
 HIDDEN uint64_t now_ns(void);
+HIDDEN uint64_t deadline_in(uint64_t ns);
 HIDDEN int futex_wait(_Atomic uint32_t *addr, uint32_t val,
 		      uint64_t deadline_ns);
 HIDDEN void futex_wake(_Atomic uint32_t *addr, int n);
 HIDDEN unsigned int possible_cpus(void);
 HIDDEN int read_cpulist(const char *path, size_t setsize, cpu_set_t *set,
 			 unsigned int max);
-HIDDEN int thread_affinity(size_t setsize, cpu_set_t *set);
+HIDDEN bool affine_only(pid_t tid, size_t setsize, cpu_set_t *scratch,
+			unsigned int cpu);
 HIDDEN bool pinned_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu);
 HIDDEN int pin_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu);
 HIDDEN void obtain_priority(struct hog *h, int want);
 HIDDEN void serialize_core(void);
-HIDDEN long thread_nvcsw(void);
+HIDDEN void thread_switches(long *nvcsw, long *minflt);
 
 static inline void cpu_relax(void)
 {

@@ -32,8 +32,10 @@ unsigned int multi_select(struct ctx *c, size_t setsize, const cpu_set_t *cpus)
 	unsigned int cpu, n = 0;
 
 	for (cpu = 0; cpu < c->nr_cpu_ids && cpu < bits; cpu++)
-		if (CPU_ISSET_S(cpu, setsize, cpus) && c->by_cpu[cpu])
+		if (CPU_ISSET_S(cpu, setsize, cpus) && c->by_cpu[cpu]) {
+			c->mflags[n] = 0;
 			c->msel[n++] = c->by_cpu[cpu];
+		}
 	return n;
 }
 
@@ -54,7 +56,7 @@ int64_t multi_reserve(struct ctx *c, unsigned int n, uint64_t deadline)
 }
 
 static void slot_push(struct ctx *c, struct hog *h, uint32_t gen,
-		      cpuhog_fn_t fn, void *arg, bool internal)
+		      cpuhog_fn_t fn, void *arg, uint32_t flags)
 {
 	struct work *w = &h->slot;
 
@@ -63,22 +65,22 @@ static void slot_push(struct ctx *c, struct hog *h, uint32_t gen,
 	w->group = &c->group;
 	w->gen = gen;
 	w->cpu = h->cpu;
-	w->internal = internal;
+	w->flags = flags;
 	/* relaxed: published by queue_work()'s seq_cst push */
 	atomic_store_explicit(&w->state, W_QUEUED, memory_order_relaxed);
 	queue_work(h, w);
 }
 
 /*
- * Queue fn(arg) on the @n selected hogs, under generation @gen.  The hog
- * of our own CPU last: waking it may preempt us before we wake the rest.
+ * Queue fn(arg) on the @n selected hogs, under generation @gen, with
+ * @flags and each hog's own c->mflags[i].  The hog of our own CPU last:
+ * waking it may preempt us before we wake the rest.
  */
 void multi_push(struct ctx *c, unsigned int n, uint32_t gen, cpuhog_fn_t fn,
-		void *arg, bool internal)
+		void *arg, uint32_t flags)
 {
 	int me = sched_getcpu();
-	struct hog *mine = NULL;
-	unsigned int i;
+	unsigned int i, mine = n;
 
 	/* relaxed: the pushes below release it to the hogs; stale hogs
 	 * only compare it in a CAS */
@@ -86,12 +88,14 @@ void multi_push(struct ctx *c, unsigned int n, uint32_t gen, cpuhog_fn_t fn,
 			      memory_order_relaxed);
 	for (i = 0; i < n; i++) {
 		if ((int)c->msel[i]->cpu == me)
-			mine = c->msel[i];
+			mine = i;
 		else
-			slot_push(c, c->msel[i], gen, fn, arg, internal);
+			slot_push(c, c->msel[i], gen, fn, arg,
+				  flags | c->mflags[i]);
 	}
-	if (mine)
-		slot_push(c, mine, gen, fn, arg, internal);
+	if (mine < n)
+		slot_push(c, c->msel[mine], gen, fn, arg,
+			  flags | c->mflags[mine]);
 }
 
 static uint32_t pending(struct ctx *c)
@@ -130,7 +134,7 @@ static bool spin_ok(struct ctx *c)
 
 static void multi_spin(struct ctx *c)
 {
-	uint64_t end = now_ns() + c->spin_ns;
+	uint64_t end = deadline_in(c->spin_ns);
 	unsigned int k = 0;
 
 	while (pending(c) && spin_ok(c)) {
@@ -222,7 +226,7 @@ static int do_hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
 	    : gen < 0	      ? (int)gen
 			      : 0;
 	if (r == 0) {
-		multi_push(c, n, (uint32_t)gen, fn, arg, false);
+		multi_push(c, n, (uint32_t)gen, fn, arg, 0);
 		multi_wait(c, NO_DEADLINE, NULL);
 		r = multi_result(c, n, &ran);
 		if (!ran)

@@ -23,6 +23,14 @@ uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The time @ns from now, saturating: UINT64_MAX (NO_DEADLINE) is never. */
+uint64_t deadline_in(uint64_t ns)
+{
+	uint64_t now = now_ns();
+
+	return ns >= NO_DEADLINE - now ? NO_DEADLINE : now + ns;
+}
+
 /*
  * Sleep while *addr == val, until woken or (if not NO_DEADLINE) until the
  * CLOCK_MONOTONIC deadline.  Returns 0 or -ETIMEDOUT; a wake-up may be
@@ -109,24 +117,25 @@ unsigned int possible_cpus(void)
 	return best ? best : 1;
 }
 
-/* The calling thread's affinity; -errno on failure. */
-int thread_affinity(size_t setsize, cpu_set_t *set)
+/*
+ * Whether thread @tid (0: the caller) may run on @cpu alone.  The kernel
+ * reports affinity within the active CPUs, so a CPU on its way offline
+ * reads as not allowed before its threads are moved off it.
+ */
+bool affine_only(pid_t tid, size_t setsize, cpu_set_t *scratch,
+		 unsigned int cpu)
 {
-	CPU_ZERO_S(setsize, set);
-	if (sched_getaffinity(0, setsize, set) < 0)
-		return -errno;
-	return 0;
+	CPU_ZERO_S(setsize, scratch);
+	if (sched_getaffinity(tid, setsize, scratch) < 0)
+		return false;
+	return CPU_COUNT_S(setsize, scratch) == 1 &&
+	       CPU_ISSET_S(cpu, setsize, scratch);
 }
 
 /* Whether the calling thread may run on @cpu alone and runs there now. */
 bool pinned_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu)
 {
-	if (sched_getcpu() != (int)cpu)
-		return false;
-	if (thread_affinity(setsize, scratch) < 0)
-		return false;
-	return CPU_COUNT_S(setsize, scratch) == 1 &&
-	       CPU_ISSET_S(cpu, setsize, scratch);
+	return sched_getcpu() == (int)cpu && affine_only(0, setsize, scratch, cpu);
 }
 
 /*
@@ -182,14 +191,16 @@ done:
 		h->rt_errno = 0;
 }
 
-/* Voluntary context switches of the calling thread so far. */
-long thread_nvcsw(void)
+/* The calling thread's voluntary context switches and minor faults. */
+void thread_switches(long *nvcsw, long *minflt)
 {
 	struct rusage ru;
 
-	if (getrusage(RUSAGE_THREAD, &ru) < 0)
-		return 0;
-	return ru.ru_nvcsw;
+	*nvcsw = *minflt = 0;
+	if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+		*nvcsw = ru.ru_nvcsw;
+		*minflt = ru.ru_minflt;
+	}
 }
 
 #if defined(__x86_64__) || defined(__i386__)

@@ -39,19 +39,35 @@ static bool first_report(struct ctx *c, cpuhog_fn_t fn, int kind)
 	return false; /* table full: count, stay quiet */
 }
 
+/* "sym (file+0xoff)": what addr2line and a debugger take.  dladdr finds
+ * the object even for a static function; the symbol only if exported. */
+static void describe(cpuhog_fn_t fn, char *buf, size_t size)
+{
+	void *addr = *(void **)&fn;
+	const char *file;
+	Dl_info di;
+
+	memset(&di, 0, sizeof(di));
+	if (!dladdr(addr, &di) || !di.dli_fname) {
+		snprintf(buf, size, "%p", addr);
+		return;
+	}
+	file = strrchr(di.dli_fname, '/');
+	file = file ? file + 1 : di.dli_fname;
+	snprintf(buf, size, "%s%s(%s+%#lx)", di.dli_sname ? di.dli_sname : "",
+		 di.dli_sname ? " " : "", file[0] ? file : "main program",
+		 (unsigned long)((char *)addr - (char *)di.dli_fbase));
+}
+
 static void say(struct hog *h, cpuhog_fn_t fn, const char *what,
 		const char *tail)
 {
-	char msg[512];
-	Dl_info di;
-	const char *name = "?";
+	char msg[512], name[256];
 	int n;
 
-	memset(&di, 0, sizeof(di));
-	if (dladdr(*(void **)&fn, &di) && di.dli_sname)
-		name = di.dli_sname;
-	n = snprintf(msg, sizeof(msg), "cpuhog: callback %s (%p) on CPU %u %s%s\n",
-		     name, *(void **)&fn, h->cpu, what, tail);
+	describe(fn, name, sizeof(name));
+	n = snprintf(msg, sizeof(msg), "cpuhog: callback %s on CPU %u %s%s\n",
+		     name, h->cpu, what, tail);
 	/* write(2), not stdio: a hog must not queue behind a FILE lock held
 	 * by a thread it has preempted */
 	if (n > 0)
@@ -68,81 +84,121 @@ static void bump(_Atomic uint64_t *ctr)
 		memory_order_relaxed);
 }
 
-void check_begin(struct hog *h, struct work *w, long *nvcsw, uint64_t *t0)
+void check_begin(struct check *ck)
 {
-	(void)h;
-	(void)w;
-	*nvcsw = thread_nvcsw();
-	*t0 = now_ns();
+	thread_switches(&ck->nvcsw, &ck->minflt);
+	ck->t0 = now_ns();
 }
 
-void check_end(struct hog *h, struct work *w, long nvcsw, uint64_t t0,
-	       int cpu_before)
+/*
+ * Whether the callback slept: voluntary switches beyond its minor faults.
+ * A minor fault may wait for the mmap lock (another thread's fork() or
+ * mmap() holds it), which is the process's doing, not the callback's; a
+ * callback that faults often and sleeps once can hide the sleep, and a
+ * major fault (disk I/O) still counts as sleeping.
+ */
+static long slept_of(const struct check *ck)
 {
-	uint64_t dt = now_ns() - t0;
-	long slept = thread_nvcsw() - nvcsw;
+	long nvcsw, minflt, slept;
+
+	thread_switches(&nvcsw, &minflt);
+	slept = (nvcsw - ck->nvcsw) - (minflt - ck->minflt);
+	return slept > 0 ? slept : 0;
+}
+
+void check_end(struct hog *h, cpuhog_fn_t fn, const struct check *ck)
+{
+	uint64_t dt = now_ns() - ck->t0;
+	long slept = slept_of(ck);
 	struct ctx *c = h->ctx;
 	char what[96];
 
-	if (sched_getcpu() != cpu_before)
+	if (sched_getcpu() != (int)h->cpu)
 		bump(&h->migrated);
 	if (slept > 0) {
 		bump(&h->slept);
+		snprintf(what, sizeof(what),
+			 "slept (%ld voluntary context switches)", slept);
 		if (c->flags & CPUHOG_F_STRICT) {
-			snprintf(what, sizeof(what),
-				 "slept (%ld voluntary context switches)",
-				 slept);
-			say(h, w->fn, what,
+			say(h, fn, what,
 			    ": hog callbacks must not sleep; aborting (strict mode)");
 			abort();
 		}
-		if (first_report(c, w->fn, KIND_SLEPT)) {
-			snprintf(what, sizeof(what),
-				 "slept (%ld voluntary context switches)",
-				 slept);
-			say(h, w->fn, what, ": hog callbacks must not sleep");
-		}
+		if (first_report(c, fn, KIND_SLEPT))
+			say(h, fn, what, ": hog callbacks must not sleep");
 	}
 	if (dt > c->overrun_ns) {
 		bump(&h->overran);
-		if (first_report(c, w->fn, KIND_OVERRAN)) {
+		if (first_report(c, fn, KIND_OVERRAN)) {
 			snprintf(what, sizeof(what),
 				 "ran %.1f ms (threshold %.1f ms)", dt / 1e6,
 				 c->overrun_ns / 1e6);
-			say(h, w->fn, what, ": hogs freeze their CPU");
+			say(h, fn, what, ": hogs freeze their CPU");
 		}
 	}
 }
 
 /*
- * A callback that raised a signal at its own thread (raise(), tgkill)
- * left it pending on a hog, which blocks every signal: it would never be
- * delivered.  Hand each one to the process instead, where a thread that
- * does not block it takes it.  Costs one sigpending() per callback.
+ * The signals pending on the calling thread alone (not the process's
+ * shared ones), from /proc/thread-self/status.  false: cannot tell.
  */
-void redirect_signals(void)
+static bool thread_pending(struct hog *h, uint64_t *mask)
+{
+	char buf[4096], *p;
+	ssize_t n;
+
+	if (h->status_fd < 0)
+		return false;
+	n = pread(h->status_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	p = strstr(buf, "\nSigPnd:");
+	if (!p)
+		return false;
+	*mask = strtoull(p + 8, NULL, 16);
+	return true;
+}
+
+/* Take one instance of @sig, which is pending on this thread. */
+static bool take(int sig, siginfo_t *si)
 {
 	struct timespec zero = { 0, 0 };
+	sigset_t one;
+
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	/* the kernel dequeues the thread's own queue before the shared one */
+	return sigtimedwait(&one, si, &zero) == sig;
+}
+
+/*
+ * A callback that raised a signal at its own thread (raise(), tgkill,
+ * pthread_sigqueue) left it pending on a hog, which blocks every signal:
+ * it would never be delivered.  Hand each one to the process instead,
+ * where a thread that does not block it takes it.  Signals pending on the
+ * process (a SIGCHLD that the application reads with sigwaitinfo) show in
+ * sigpending() too, and are left alone: only the hog's own are taken.
+ * Costs one rt_sigpending() per callback, more only when one is pending.
+ */
+void redirect_signals(struct hog *h)
+{
+	uint64_t pending = 0, mine;
 	siginfo_t si[32];
-	sigset_t pending;
 	int sig, n = 0, i;
 
-	if (sigpending(&pending) < 0)
+	/* the kernel's own 64-bit set: glibc's sigisemptyset() missed
+	 * real-time signals here */
+	if (syscall(SYS_rt_sigpending, &pending, sizeof(pending)) < 0 ||
+	    !pending)
 		return;
-	/* Take them all first, then re-send: a re-sent signal is pending on
-	 * the process and must not be taken again here. */
-	for (sig = 1; sig < NSIG && n < 32; sig++) {
-		sigset_t one;
-
-		if (sigismember(&pending, sig) != 1)
-			continue;
-		sigemptyset(&one);
-		sigaddset(&one, sig);
-		while (n < 32 && sigtimedwait(&one, &si[n], &zero) == sig) {
-			n++;
-			if (sig < SIGRTMIN)
-				break; /* standard signals do not queue */
-		}
+	/* one at a time: a queued real-time signal may stand several times
+	 * in our queue, and re-sent ones must not be taken again */
+	while (n < 32 && thread_pending(h, &mine) && mine) {
+		sig = __builtin_ctzll(mine) + 1;
+		if (!take(sig, &si[n]))
+			break;
+		n++;
 	}
 	for (i = 0; i < n; i++) {
 		/* queued values survive where the kernel lets us re-queue */

@@ -38,13 +38,15 @@ int hog_synchronize(void)
 	me = sched_getcpu();
 	atomic_thread_fence(memory_order_seq_cst);
 	for (i = 0; i < c->nr_hogs; i++)
-		if ((int)c->hogs[i].cpu != me)
+		if ((int)c->hogs[i].cpu != me) {
+			c->mflags[n] = 0;
 			c->msel[n++] = &c->hogs[i];
+		}
 	gen = n ? multi_reserve(c, n, NO_DEADLINE) : -1;
 	if (gen >= 0) {
 		/* Internal: a hog off its CPU counts too; that CPU went
 		 * offline and runs none of our threads. */
-		multi_push(c, n, (uint32_t)gen, nothing, NULL, true);
+		multi_push(c, n, (uint32_t)gen, nothing, NULL, W_F_INTERNAL);
 		multi_wait(c, NO_DEADLINE, NULL);
 	}
 	/* acquire side of the barrier: pairs with each hog's release */
@@ -95,7 +97,11 @@ static int migrate_cpu(void *arg)
 
 	if (cpuhog_self && cpuhog_self->off_cpu)
 		return 1; /* that CPU went away: the caller moves it */
-	return sched_setaffinity(m->tid, m->setsize, m->set) < 0 ? -errno : 0;
+	if (sched_setaffinity(m->tid, m->setsize, m->set) == 0)
+		return 0;
+	/* EINVAL: the set is one hogged CPU, so it is offline or outside
+	 * the cpuset now: not usable, as for every call */
+	return errno == EINVAL ? -ENOENT : -errno;
 }
 
 static bool is_hog(struct ctx *c, pid_t tid)
@@ -123,7 +129,7 @@ static bool displaceable(struct ctx *c, pid_t tid)
 
 static int do_migrate(struct ctx *c, struct migration *m, unsigned int cpu)
 {
-	struct work w = { .fn = migrate_cpu, .arg = m, .internal = 1 };
+	struct work w = { .fn = migrate_cpu, .arg = m, .flags = W_F_INTERNAL };
 	int src = last_cpu(m->tid);
 	struct hog *h = src >= 0 ? hog_of(c, (unsigned int)src) : NULL;
 	int r;

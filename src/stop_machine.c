@@ -3,45 +3,63 @@
  * stop_machine() and stop_two_cpus() on the hogs.
  *
  * Every hog taking part runs stop_cpu(), which walks one state machine;
- * in each phase, the last hog to acknowledge it moves everyone on:
+ * in each phase the count says how many hogs are still to come, and the
+ * last one moves everyone on:
  *
- *   PREPARE   each hog arrives (or declines: it is off its CPU, which
- *             went offline, so nothing of ours can run there anyway).
- *             Early arrivals spin briefly, then sleep: the caller may
- *             still be queueing, perhaps on the very CPU of an early
- *             hog, and must not be starved by it.
- *   HOLD      every hog spins on its CPU and acknowledges it.  From the
- *             last acknowledgement on, every CPU is held.
+ *   PREPARE   each hog arrives, or declines: it is off its CPU, which
+ *             went offline (or left the cpuset), so nothing of ours can
+ *             run there anyway.  Early arrivals spin briefly, then sleep:
+ *             the caller may still be queueing, perhaps on the very CPU
+ *             of an early hog, and must not be starved by it.
+ *   HOLD      every hog that arrived spins on its CPU and acknowledges.
+ *             From the last acknowledgement on, every CPU is held.
  *   RUN       fn runs on the CPUs asked for; the others spin.
  *   EXIT      every hog serializes its core and leaves.
- *   ABANDONED the deadline passed in PREPARE or HOLD (or a CPU that fn
- *             must run on declined): every hog leaves, fn ran nowhere.
+ *   TIMEDOUT  the deadline passed in PREPARE or HOLD: fn ran nowhere.
+ *   NOCPU     a CPU that had to take part declined, or none arrived, or
+ *             a held CPU left before RUN: fn ran nowhere.
  *
  * (The kernel's DISABLE_IRQ phase has no user-space counterpart; hogs
  * run with every signal blocked throughout, which is the nearest thing.)
  *
- * The phase, the count of acknowledgements and the call's generation
- * share one 64-bit word, and every transition is a CAS on it.  So
- * HOLD -> RUN and {PREPARE, HOLD} -> ABANDONED cannot both happen:
- * either fn runs with every hog spinning in the rendezvous, or nowhere.
+ * The phase, the count and the call's generation share one 64-bit word,
+ * and every transition is a CAS on it: HOLD -> RUN and {PREPARE, HOLD} ->
+ * TIMEDOUT/NOCPU cannot both happen.  The caller reads the outcome from
+ * that word alone: fn ran iff the word reached EXIT.
+ *
+ * How many hogs hold, and whether one that had to decline did, is a
+ * second word tagged with the generation (the tally), so that a hog of an
+ * abandoned call that runs at last cannot count itself into a later one.
+ * A hog reads nothing of the caller's but these tagged words and its own
+ * slot: a stale one touches nothing that the next call writes.
+ *
+ * What "held" means, and its limits.  A hog that spins in HOLD, RUN or
+ * EXIT looks around once a millisecond: it records its own heartbeat, and
+ * for any held hog whose heartbeat is older than that, asks the kernel
+ * whether it is still pinned to its CPU.  One that is not (its CPU is
+ * going offline or left the cpuset, and the kernel has moved or will move
+ * it, possibly onto our CPU behind us at our priority) means the hold is
+ * lost: before RUN the stop gives up (NOCPU); in RUN and EXIT the hogs
+ * stop spinning and sleep until the phase moves, so that the moved hog
+ * can run.  The same happens when fn runs longer than overrun_ns: a fn
+ * that blocks on something a held CPU's thread owns would otherwise spin
+ * the others until RT throttling, or for ever without it.  Both count in
+ * holds_released.  While every CPU taking part stays, and fn returns in
+ * time, nothing below the hogs' priority and nothing of ours runs on a
+ * held CPU: the hogs never yield.
  *
  * Why it cannot deadlock: a hog waits in PREPARE and HOLD only until the
  * deadline, and in PREPARE it sleeps, so whatever it waits for can run.
- * In RUN and EXIT it waits only for hogs that have acknowledged HOLD and
- * are therefore spinning the same bounded sequence, each on its own CPU
- * at top priority.  Rendezvous works of two calls are never interleaved
- * on two CPUs in opposite orders, because one multi-CPU call at a time is
- * queued and waited for (multi_lock).  The hogs enforce the deadline
- * themselves, so a caller that cannot run does not prolong the spin.
+ * In RUN and EXIT it waits only for hogs that acknowledged HOLD, each
+ * spinning or running fn on its own CPU at top priority, and the hold
+ * limits above bound even that.  In HOLD, a hog that has waited LOOK_NS
+ * withdraws its acknowledgement and yields, so that a thread at its own
+ * priority (another process's hog in a stop of its own) can finish what
+ * the hog we wait for is queued behind.  Rendezvous works of two calls are never
+ * interleaved on two CPUs in opposite orders: one multi-CPU call at a
+ * time is queued and waited for (multi_lock).
  *
- * Why nothing is touched after an abandon: the state lives in the
- * context, not in the caller's frame, and a hog that arrives late finds
- * a newer generation or ABANDONED and leaves without reading fn or data.
- * Its leftover work keeps its slot busy; the next multi-CPU call waits
- * for that slot (until its own deadline, for a stop).
- *
- * Nothing here allocates, creates threads or does I/O: the state and its
- * CPU mask were allocated at init.
+ * Nothing here allocates, creates threads or does I/O.
  */
 #include "internal.h"
 
@@ -50,23 +68,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { PH_PREPARE = 1, PH_HOLD, PH_RUN, PH_EXIT, PH_ABANDONED };
-
-struct stop_state {
-	_Atomic uint64_t word; /* gen:32 | phase:8 | count:24 */
-	_Atomic uint32_t wake; /* futex for hogs sleeping in PREPARE */
-	_Atomic uint32_t declined;    /* hogs that declined, this call */
-	_Atomic uint32_t fn_declined; /* one of them was to run fn */
-	_Atomic uint32_t fn_claimed;  /* fn_one: a hog has taken fn */
-	_Atomic int ret;	      /* first non-zero return of fn */
-	unsigned int nr;	      /* hogs taking part */
-	bool fn_one;		      /* fn on exactly one CPU */
-	cpuhog_fn_t fn;
-	void *data;
-	uint64_t deadline, spin_ns;
-	size_t masksize;
-	cpu_set_t *fn_mask; /* CPUs fn runs on (unless fn_one) */
-	struct ctx *ctx;
+enum {
+	PH_PREPARE = 1,
+	PH_HOLD,
+	PH_RUN,
+	PH_EXIT,
+	PH_TIMEDOUT, /* from here on: abandoned, fn ran nowhere */
+	PH_NOCPU,
 };
 
 #define WORD(gen, ph, n) ((uint64_t)(gen) << 32 | (uint64_t)(ph) << 24 | (n))
@@ -74,14 +82,43 @@ struct stop_state {
 #define PHASE(v) ((unsigned int)((v) >> 24) & 0xff)
 #define COUNT(v) ((uint32_t)(v)&0xffffff)
 
-struct stop_state *stop_state_alloc(unsigned int nr_cpu_ids)
+/* The tally: gen:32 | a needed CPU declined:1 | hogs holding:31. */
+#define T_GONE (1u << 31)
+#define T_HELD(t) ((uint32_t)(t) & ~T_GONE)
+
+#define LOOK_NS 1000000u /* how often a spinning hog looks around */
+
+struct stop_state {
+	_Atomic uint64_t word;  /* gen:32 | phase:8 | still to come:24 */
+	_Atomic uint64_t tally; /* see T_* */
+	_Atomic uint32_t wake;  /* futex: +1 on each phase change */
+	_Atomic uint32_t sleepers;   /* hogs asleep on wake */
+	_Atomic uint32_t released;   /* gen whose hold was released */
+	_Atomic uint32_t fn_claimed; /* fn on any one CPU: taken */
+	_Atomic int ret;	     /* first non-zero return of fn */
+	_Atomic uint64_t run_at;     /* when RUN began */
+	/* Read by hogs before RUN, when a stale one may still read them
+	 * while the next call writes: atomics, relaxed. */
+	_Atomic uint64_t deadline, spin_ns;
+	/* Read by hogs only in RUN, which ends before the call returns. */
+	bool fn_one;
+	cpuhog_fn_t fn;
+	void *data;
+	/* The caller's alone. */
+	size_t masksize;
+	cpu_set_t *fn_mask;
+	struct ctx *ctx;
+};
+
+struct stop_state *stop_state_alloc(struct ctx *c)
 {
 	struct stop_state *st = calloc(1, sizeof(*st));
 
 	if (!st)
 		return NULL;
-	st->masksize = CPU_ALLOC_SIZE(nr_cpu_ids);
-	st->fn_mask = CPU_ALLOC(nr_cpu_ids);
+	st->ctx = c;
+	st->masksize = CPU_ALLOC_SIZE(c->nr_cpu_ids);
+	st->fn_mask = CPU_ALLOC(c->nr_cpu_ids);
 	if (!st->fn_mask) {
 		free(st);
 		return NULL;
@@ -102,107 +139,127 @@ static uint64_t load_word(struct stop_state *st)
 	return atomic_load_explicit(&st->word, memory_order_acquire);
 }
 
-/* Wake the hogs sleeping in PREPARE, after the phase left PREPARE. */
-static void wake_sleepers(struct stop_state *st)
+static uint64_t relaxed(_Atomic uint64_t *p)
 {
-	/* seq_cst: after the transition; a sleeper that reads the new
-	 * value sees the new phase, one that read the old one is woken */
-	atomic_fetch_add(&st->wake, 1);
-	futex_wake(&st->wake, INT_MAX);
+	return atomic_load_explicit(p, memory_order_relaxed);
+}
+
+/*
+ * Sleep while the word is still @v (or until @deadline).  With
+ * transition()'s CAS, increment and load of sleepers this is Dekker's
+ * pattern, all seq_cst: either the waker sees us counted and wakes us, or
+ * we see its new word and do not sleep.
+ */
+static void sleep_on_word(struct stop_state *st, uint64_t v, uint64_t deadline)
+{
+	uint32_t w = atomic_load(&st->wake);
+
+	atomic_fetch_add(&st->sleepers, 1);
+	if (atomic_load(&st->word) == v)
+		futex_wait(&st->wake, w, deadline);
+	atomic_fetch_sub(&st->sleepers, 1);
 }
 
 static bool transition(struct stop_state *st, uint64_t v, uint64_t nv)
 {
 	/* seq_cst (acq_rel at least): what each hog did in the phase it
-	 * leaves (fn's effects, declines, the return value) is seen by all
-	 * in the next; seq_cst also orders it before wake_sleepers() */
+	 * leaves (fn's effects, the tally, the return value) is seen by all
+	 * in the next; seq_cst also for sleep_on_word() */
 	if (!atomic_compare_exchange_strong(&st->word, &v, nv))
 		return false;
-	if (PHASE(v) == PH_PREPARE && PHASE(nv) != PH_PREPARE)
-		wake_sleepers(st);
-	if (PHASE(nv) == PH_ABANDONED)
+	if (PHASE(v) == PHASE(nv))
+		return true; /* a count: nobody sleeps on those */
+	atomic_fetch_add(&st->wake, 1);
+	if (atomic_load(&st->sleepers))
+		futex_wake(&st->wake, INT_MAX);
+	if (PHASE(nv) >= PH_TIMEDOUT)
 		group_kick(&st->ctx->group); /* the caller may sleep */
 	return true;
 }
 
-/* Give up at the deadline, if fn has not been let run yet. */
-static void abandon(struct stop_state *st, uint64_t v)
-{
-	if (PHASE(v) == PH_PREPARE || PHASE(v) == PH_HOLD)
-		transition(st, v, WORD(GEN(v), PH_ABANDONED, COUNT(v)));
-}
-
-/*
- * Acknowledge phase @ph of call @gen; the last of @need moves everyone
- * to @next.  false: the call was abandoned (or is stale).
- */
-static bool ack(struct stop_state *st, uint32_t gen, unsigned int ph,
-		uint32_t need, unsigned int next)
+/* Give call @gen up as @why, unless fn was already let run. */
+static void abandon(struct stop_state *st, uint32_t gen, unsigned int why)
 {
 	uint64_t v = load_word(st);
 
-	for (;;) {
-		uint64_t nv = COUNT(v) + 1 >= need ? WORD(gen, next, 0) : v + 1;
-
-		if (GEN(v) != gen || PHASE(v) != ph)
-			return false;
-		if (transition(st, v, nv))
-			return next != PH_ABANDONED;
+	/* loop: a count that moved under us is no reason to keep going */
+	while (GEN(v) == gen &&
+	       (PHASE(v) == PH_PREPARE || PHASE(v) == PH_HOLD) &&
+	       !transition(st, v, WORD(gen, why, 0)))
 		v = load_word(st);
-	}
+}
+
+/* Count this hog into call @gen's tally: holding, or declining (@gone:
+ * it was needed).  false: the call is not @gen any more. */
+static bool tally(struct stop_state *st, uint32_t gen, bool hold, bool gone)
+{
+	uint64_t t = relaxed(&st->tally), nt;
+
+	do {
+		if (GEN(t) != gen)
+			return false;
+		nt = (t + (hold ? 1 : 0)) | (gone ? T_GONE : 0);
+		/* release: before our arrival, which the last one reads */
+	} while (!atomic_compare_exchange_weak_explicit(
+		&st->tally, &t, nt, memory_order_release, memory_order_relaxed));
+	return true;
+}
+
+/* The last arrival's choice: HOLD with the holders counted, or NOCPU. */
+static uint64_t after_prepare(struct stop_state *st, uint32_t gen)
+{
+	/* acquire: every tally made before the arrivals we follow */
+	uint32_t t = (uint32_t)atomic_load_explicit(&st->tally,
+						    memory_order_acquire);
+
+	if ((t & T_GONE) || T_HELD(t) == 0)
+		return WORD(gen, PH_NOCPU, 0);
+	return WORD(gen, PH_HOLD, T_HELD(t));
 }
 
 /*
- * Spin until the phase passes @ph; timed: abandon at the deadline.
- *
- * After YIELD_NS of spinning, yield at every turn.  Normally the wait is
- * far shorter.  It is not when the kernel moved a hog off a CPU that went
- * offline (or left the cpuset) onto one whose hog spins here: both at the
- * same FIFO priority, the moved one would never run and this spin would
- * never end.  sched_yield() lets only threads of our own priority run, so
- * the hold on everything below us stands.
+ * Count this hog through phase @ph of call @gen; the last one moves
+ * everyone to the next phase.  false: the call is no longer in @ph (it
+ * was abandoned, or is stale), or it moved to an abandoned phase.
  */
-#define YIELD_NS 1000000u
-static bool await_phase(struct stop_state *st, uint32_t gen, unsigned int ph,
-			bool timed)
+static bool pass(struct stop_state *st, uint32_t gen, unsigned int ph)
 {
-	uint64_t yield_at = now_ns() + YIELD_NS, t;
-	bool yield = false;
-	unsigned int k = 0;
+	uint64_t v = load_word(st), nv;
 
 	for (;;) {
-		uint64_t v = load_word(st);
-
-		if (GEN(v) != gen || PHASE(v) == PH_ABANDONED)
+		if (GEN(v) != gen || PHASE(v) != ph)
 			return false;
-		if (PHASE(v) > ph)
-			return true;
-		if (yield)
-			sched_yield();
+		if (COUNT(v) > 1)
+			nv = v - 1;
+		else if (ph == PH_PREPARE)
+			nv = after_prepare(st, gen);
+		else if (ph == PH_HOLD)
+			nv = WORD(gen, PH_RUN,
+				  T_HELD(atomic_load_explicit(
+					  &st->tally, memory_order_relaxed)));
 		else
-			cpu_relax();
-		if ((++k & 63) != 0)
-			continue;
-		t = now_ns();
-		yield = t > yield_at;
-		if (timed && t > st->deadline)
-			abandon(st, v);
+			nv = WORD(gen, PH_EXIT, 0);
+		if (transition(st, v, nv))
+			break;
+		v = load_word(st);
 	}
+	if (PHASE(nv) == PH_RUN)
+		atomic_store_explicit(&st->run_at, now_ns(),
+				      memory_order_relaxed);
+	return PHASE(nv) < PH_TIMEDOUT;
 }
 
 /* PREPARE: spin for a while, then sleep, until everyone has arrived. */
 static bool await_arrivals(struct stop_state *st, uint32_t gen)
 {
-	uint64_t spin_end = now_ns() + st->spin_ns, t;
+	uint64_t spin_end = deadline_in(relaxed(&st->spin_ns)), t;
+	uint64_t deadline = relaxed(&st->deadline);
 	unsigned int k = 0;
 
 	for (;;) {
-		/* acquire: pairs with wake_sleepers()'s seq_cst increment */
-		uint32_t w = atomic_load_explicit(&st->wake,
-						  memory_order_acquire);
 		uint64_t v = load_word(st);
 
-		if (GEN(v) != gen || PHASE(v) == PH_ABANDONED)
+		if (GEN(v) != gen || PHASE(v) >= PH_TIMEDOUT)
 			return false;
 		if (PHASE(v) > PH_PREPARE)
 			return true;
@@ -211,12 +268,118 @@ static bool await_arrivals(struct stop_state *st, uint32_t gen)
 			continue;
 		}
 		t = now_ns(); /* every 16 turns: the deadline, then the spin */
-		if (t > st->deadline)
-			abandon(st, v);
+		if (t > deadline)
+			abandon(st, gen, PH_TIMEDOUT);
 		else if (t < spin_end)
 			cpu_relax();
 		else
-			futex_wait(&st->wake, w, st->deadline);
+			sleep_on_word(st, v, deadline);
+	}
+}
+
+/* Whether @x, held for @gen, has stopped looking around and is no longer
+ * pinned to its CPU (the CPU is leaving, or left).  @h: who asks. */
+static bool hog_lost(struct hog *h, struct hog *x, uint32_t gen, uint64_t now)
+{
+	if (x == h ||
+	    atomic_load_explicit(&x->held_gen, memory_order_relaxed) != gen ||
+	    now - atomic_load_explicit(&x->beat, memory_order_relaxed) <
+		    LOOK_NS)
+		return false;
+	return !affine_only(x->tid, h->masksize, h->mask, x->cpu);
+}
+
+/*
+ * Look around (once every LOOK_NS of spinning): whether the hold of call
+ * @gen is lost.  Checks ourselves, then the held hogs that have been
+ * quiet for as long; remembers a loss for the other hogs.
+ */
+static bool hold_lost(struct stop_state *st, struct hog *h, uint32_t gen,
+		      uint64_t now)
+{
+	struct ctx *c = st->ctx;
+	unsigned int i;
+
+	atomic_store_explicit(&h->beat, now, memory_order_relaxed);
+	if (atomic_load_explicit(&st->released, memory_order_relaxed) == gen)
+		return true;
+	for (i = 0; i < c->nr_hogs; i++)
+		if (hog_lost(h, &c->hogs[i], gen, now))
+			break;
+	if (i == c->nr_hogs && pinned_to(h->masksize, h->mask, h->cpu))
+		return false;
+	atomic_store_explicit(&st->released, gen, memory_order_relaxed);
+	return true;
+}
+
+/* fn has run past overrun_ns: the hold ends (see the note on top). */
+static bool run_too_long(struct stop_state *st, uint32_t gen, uint64_t now)
+{
+	uint64_t at = atomic_load_explicit(&st->run_at, memory_order_relaxed);
+
+	if (!at || now - at <= st->ctx->overrun_ns)
+		return false;
+	atomic_store_explicit(&st->released, gen, memory_order_relaxed);
+	return true;
+}
+
+/*
+ * HOLD has lasted LOOK_NS: a hog we wait for is likely queued behind a
+ * thread at our priority on its CPU, say another process's hog spinning
+ * in a stop of its own, which in turn waits for a thread that we keep off
+ * our CPU.  Let that thread run: withdraw our acknowledgement, so that RUN
+ * cannot begin while we are away, yield, and acknowledge again.  Nothing
+ * was promised yet: fn has not started.
+ */
+static void back_off(struct stop_state *st, uint32_t gen)
+{
+	uint64_t v = load_word(st);
+
+	do {
+		if (GEN(v) != gen || PHASE(v) != PH_HOLD)
+			return;
+	} while (!transition(st, v, v + 1));
+	sched_yield();
+	pass(st, gen, PH_HOLD);
+}
+
+/*
+ * Spin until the phase passes @ph (HOLD, RUN or EXIT).  In HOLD, give up
+ * at the deadline or when the hold is lost, and back off now and then;
+ * later, sleep instead of spinning once the hold is lost or fn overran.
+ */
+static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
+			unsigned int ph)
+{
+	uint64_t look = now_ns() + LOOK_NS, t;
+	uint64_t deadline = relaxed(&st->deadline);
+	unsigned int k = 0;
+	bool asleep = false;
+
+	for (;;) {
+		uint64_t v = load_word(st);
+
+		if (GEN(v) != gen || PHASE(v) >= PH_TIMEDOUT)
+			return false;
+		if (PHASE(v) > ph)
+			return true;
+		if (asleep) {
+			sleep_on_word(st, v, NO_DEADLINE);
+			continue;
+		}
+		cpu_relax();
+		if ((++k & 63) != 0 || (t = now_ns()) < look)
+			continue;
+		look = t + LOOK_NS;
+		if (ph == PH_HOLD && t > deadline)
+			abandon(st, gen, PH_TIMEDOUT);
+		else if (ph == PH_HOLD && hold_lost(st, h, gen, t))
+			abandon(st, gen, PH_NOCPU);
+		else if (ph == PH_HOLD)
+			back_off(st, gen);
+		else
+			asleep = hold_lost(st, h, gen, t) ||
+				 run_too_long(st, gen, t);
 	}
 }
 
@@ -225,7 +388,7 @@ static bool runs_fn(struct stop_state *st, struct hog *h)
 	uint32_t zero = 0;
 
 	if (!st->fn_one)
-		return CPU_ISSET_S(h->cpu, st->masksize, st->fn_mask);
+		return h->slot.flags & W_F_RUNS_FN;
 	/* relaxed: the HOLD -> RUN transition already ordered everything */
 	return atomic_compare_exchange_strong_explicit(
 		&st->fn_claimed, &zero, 1, memory_order_relaxed,
@@ -234,18 +397,16 @@ static bool runs_fn(struct stop_state *st, struct hog *h)
 
 static void call_fn(struct stop_state *st, struct hog *h)
 {
-	struct work w = { .fn = st->fn };
 	bool check = !(h->ctx->flags & CPUHOG_F_NO_CHECKS);
-	long nvcsw = 0;
-	uint64_t t0 = 0;
+	struct check ck;
 	int r, zero = 0;
 
 	if (check)
-		check_begin(h, &w, &nvcsw, &t0);
+		check_begin(&ck);
 	r = st->fn(st->data);
 	if (check)
-		check_end(h, &w, nvcsw, t0, (int)h->cpu);
-	redirect_signals();
+		check_end(h, st->fn, &ck);
+	redirect_signals(h);
 	/* relaxed: the RUN -> EXIT transition publishes it */
 	if (r)
 		atomic_compare_exchange_strong_explicit(&st->ret, &zero, r,
@@ -253,125 +414,99 @@ static void call_fn(struct stop_state *st, struct hog *h)
 							memory_order_relaxed);
 }
 
-/* After the arrivals: HOLD, unless a CPU that fn needs declined. */
-static bool arrive(struct stop_state *st, uint32_t gen)
-{
-	uint64_t v = load_word(st);
-
-	for (;;) {
-		bool last = COUNT(v) + 1 >= st->nr;
-		unsigned int next = atomic_load_explicit(&st->fn_declined,
-							 memory_order_relaxed)
-					    ? PH_ABANDONED
-					    : PH_HOLD;
-
-		if (GEN(v) != gen || PHASE(v) != PH_PREPARE)
-			return false;
-		if (transition(st, v, last ? WORD(gen, next, 0) : v + 1))
-			return !last || next == PH_HOLD;
-		v = load_word(st);
-	}
-}
-
-/* Off our CPU: count as arrived, take no further part. */
-static void decline(struct stop_state *st, struct hog *h, uint32_t gen)
-{
-	uint64_t v = load_word(st);
-
-	/* Only for our own call: a late hog touches nothing. */
-	if (GEN(v) != gen || PHASE(v) != PH_PREPARE)
-		return;
-	/* relaxed: ack()'s CAS orders these before the count */
-	atomic_fetch_add_explicit(&st->declined, 1, memory_order_relaxed);
-	if (!st->fn_one && CPU_ISSET_S(h->cpu, st->masksize, st->fn_mask))
-		atomic_store_explicit(&st->fn_declined, 1,
-				      memory_order_relaxed);
-	arrive(st, gen);
-}
-
 /* The callback every participating hog runs. */
 static int stop_cpu(void *arg)
 {
 	struct stop_state *st = arg;
 	struct hog *h = cpuhog_self;
-	uint32_t gen = h->slot.gen, need;
+	uint32_t gen = h->slot.gen;
+	bool hold = !h->off_cpu;
 
-	if (h->off_cpu) {
-		decline(st, h, gen);
-		return 0;
-	}
-	if (!arrive(st, gen) || !await_arrivals(st, gen))
+	if (!tally(st, gen, hold, !hold && (h->slot.flags & W_F_NEEDED)) ||
+	    !pass(st, gen, PH_PREPARE) || !hold || !await_arrivals(st, gen))
 		goto out;
-	/* relaxed: the PREPARE -> HOLD transition ordered the declines */
-	need = st->nr - atomic_load_explicit(&st->declined,
-					     memory_order_relaxed);
-	if (!ack(st, gen, PH_HOLD, need, PH_RUN) ||
-	    !await_phase(st, gen, PH_HOLD, true))
+	/* relaxed: others read it only with a heartbeat, as a hint whose
+	 * check (pinned_to) is a system call of its own */
+	atomic_store_explicit(&h->beat, now_ns(), memory_order_relaxed);
+	atomic_store_explicit(&h->held_gen, gen, memory_order_relaxed);
+	if (!pass(st, gen, PH_HOLD) || !await_phase(st, h, gen, PH_HOLD))
 		goto out;
-	if (runs_fn(st, h))
+	if (runs_fn(st, h)) {
 		call_fn(st, h);
-	ack(st, gen, PH_RUN, need, PH_EXIT);
-	await_phase(st, gen, PH_RUN, false);
+		atomic_store_explicit(&h->beat, now_ns(), memory_order_relaxed);
+	}
+	pass(st, gen, PH_RUN);
+	await_phase(st, h, gen, PH_RUN);
 out:
 	serialize_core(); /* code fn rewrote is safe to run from here on */
 	return 0;
 }
 
-/* multi_wait()'s poll: give up once abandoned, or abandon at deadline. */
+/* multi_wait()'s poll: end the wait once abandoned; at the deadline,
+ * abandon, unless fn is already running. */
 static int stop_poll(struct ctx *c, bool timed_out)
 {
 	struct stop_state *st = c->stop;
 	uint64_t v = load_word(st);
 
 	if (timed_out) {
-		abandon(st, v);
+		abandon(st, GEN(v), PH_TIMEDOUT);
 		v = load_word(st);
 	}
-	if (PHASE(v) != PH_ABANDONED)
-		return 0;
-	return atomic_load_explicit(&st->fn_declined, memory_order_relaxed)
-		       ? -ENOENT
-		       : -ETIMEDOUT;
+	return PHASE(v) >= PH_TIMEDOUT ? -ECANCELED : 0;
 }
 
-/* Run the stop on the @n hogs in c->msel; fn_mask is already set. */
+/* After the wait: fn ran iff the word reached EXIT. */
+static int stop_outcome(struct ctx *c, uint32_t gen)
+{
+	struct stop_state *st = c->stop;
+	uint64_t v = load_word(st);
+
+	if (GEN(v) == gen && PHASE(v) == PH_EXIT) {
+		atomic_fetch_add_explicit(&c->stops, 1, memory_order_relaxed);
+		if (atomic_load_explicit(&st->released,
+					 memory_order_relaxed) == gen)
+			atomic_fetch_add_explicit(&c->holds_released, 1,
+						  memory_order_relaxed);
+		/* relaxed: RUN -> EXIT, which we acquired, published it */
+		return atomic_load_explicit(&st->ret, memory_order_relaxed);
+	}
+	if (PHASE(v) == PH_NOCPU)
+		return -ENOENT;
+	atomic_fetch_add_explicit(&c->stop_timeouts, 1, memory_order_relaxed);
+	return -ETIMEDOUT;
+}
+
+/* Run the stop on the @n hogs in c->msel; c->mflags are set. */
 static int stop_run(struct ctx *c, unsigned int n, cpuhog_fn_t fn, void *data,
 		    bool fn_one)
 {
 	struct stop_state *st = c->stop;
-	uint64_t deadline = now_ns() + c->stop_timeout_ns;
+	uint64_t deadline = deadline_in(c->stop_timeout_ns);
 	int64_t gen = multi_reserve(c, n, deadline);
-	int r;
 
 	if (gen < 0) {
 		atomic_fetch_add_explicit(&c->stop_timeouts, 1,
 					  memory_order_relaxed);
 		return (int)gen;
 	}
-	st->ctx = c;
-	st->nr = n;
 	st->fn = fn;
 	st->data = data;
 	st->fn_one = fn_one;
-	st->deadline = deadline;
-	st->spin_ns = c->spin_ns;
 	/* relaxed, all: multi_push()'s seq_cst pushes publish them */
-	atomic_store_explicit(&st->declined, 0, memory_order_relaxed);
-	atomic_store_explicit(&st->fn_declined, 0, memory_order_relaxed);
+	atomic_store_explicit(&st->deadline, deadline, memory_order_relaxed);
+	atomic_store_explicit(&st->spin_ns, c->spin_ns, memory_order_relaxed);
 	atomic_store_explicit(&st->fn_claimed, 0, memory_order_relaxed);
 	atomic_store_explicit(&st->ret, 0, memory_order_relaxed);
-	atomic_store_explicit(&st->word, WORD(gen, PH_PREPARE, 0),
+	atomic_store_explicit(&st->run_at, 0, memory_order_relaxed);
+	atomic_store_explicit(&st->tally, (uint64_t)gen << 32,
 			      memory_order_relaxed);
-	multi_push(c, n, (uint32_t)gen, stop_cpu, st, true);
-	r = multi_wait(c, deadline, stop_poll);
+	atomic_store_explicit(&st->word, WORD(gen, PH_PREPARE, n),
+			      memory_order_relaxed);
+	multi_push(c, n, (uint32_t)gen, stop_cpu, st, W_F_INTERNAL);
+	multi_wait(c, deadline, stop_poll);
 	serialize_core();
-	if (r < 0) {
-		atomic_fetch_add_explicit(&c->stop_timeouts, r == -ETIMEDOUT,
-					  memory_order_relaxed);
-		return r;
-	}
-	atomic_fetch_add_explicit(&c->stops, 1, memory_order_relaxed);
-	return atomic_load_explicit(&st->ret, memory_order_relaxed);
+	return stop_outcome(c, (uint32_t)gen);
 }
 
 /* Common entry: checks, the context and the multi-CPU lock. */
@@ -428,6 +563,7 @@ static int set_fn_mask(struct ctx *c, size_t setsize, const cpu_set_t *cpus)
 int stop_machine(cpuhog_fn_t fn, void *data, size_t setsize,
 		 const cpu_set_t *cpus)
 {
+	struct stop_state *st;
 	unsigned int i;
 	struct ctx *c;
 	int r;
@@ -435,10 +571,16 @@ int stop_machine(cpuhog_fn_t fn, void *data, size_t setsize,
 	c = stop_enter(fn, &r);
 	if (!c)
 		return r;
+	st = c->stop;
 	r = cpus ? set_fn_mask(c, setsize, cpus) : 0;
 	if (r == 0) {
-		for (i = 0; i < c->nr_hogs; i++)
+		for (i = 0; i < c->nr_hogs; i++) {
+			bool f = cpus && CPU_ISSET_S(c->hogs[i].cpu,
+						     st->masksize, st->fn_mask);
+
 			c->msel[i] = &c->hogs[i];
+			c->mflags[i] = f ? W_F_RUNS_FN | W_F_NEEDED : 0;
+		}
 		r = stop_run(c, c->nr_hogs, fn, data, !cpus);
 	}
 	stop_leave(c);
@@ -448,7 +590,6 @@ int stop_machine(cpuhog_fn_t fn, void *data, size_t setsize,
 int stop_two_cpus(unsigned int cpu1, unsigned int cpu2, cpuhog_fn_t fn,
 		  void *arg)
 {
-	struct stop_state *st;
 	struct hog *h1, *h2;
 	struct ctx *c;
 	int r;
@@ -458,16 +599,17 @@ int stop_two_cpus(unsigned int cpu1, unsigned int cpu2, cpuhog_fn_t fn,
 	c = stop_enter(fn, &r);
 	if (!c)
 		return r;
-	st = c->stop;
 	h1 = hog_of(c, cpu1);
 	h2 = hog_of(c, cpu2);
 	r = -ENOENT;
 	if (h1 && h2) {
-		/* CPU order, like every multi-CPU call */
-		c->msel[0] = cpu1 < cpu2 ? h1 : h2;
-		c->msel[1] = cpu1 < cpu2 ? h2 : h1;
-		CPU_ZERO_S(st->masksize, st->fn_mask);
-		CPU_SET_S(cpu1, st->masksize, st->fn_mask);
+		/* CPU order, like every multi-CPU call; both needed */
+		bool first = cpu1 < cpu2;
+
+		c->msel[0] = first ? h1 : h2;
+		c->msel[1] = first ? h2 : h1;
+		c->mflags[0] = W_F_NEEDED | (first ? W_F_RUNS_FN : 0);
+		c->mflags[1] = W_F_NEEDED | (first ? 0 : W_F_RUNS_FN);
 		r = stop_run(c, 2, fn, arg, false);
 	}
 	stop_leave(c);

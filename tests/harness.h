@@ -163,6 +163,37 @@ static inline bool t_runs_ok(struct t_runs *r, int ret, const cpu_set_t *want)
 	return true;
 }
 
+/* stop_machine() with a counting fn, judged by the stop invariant: *bad
+ * grows by one if it broke.  Returns the stop's result. */
+static inline int t_stop_judged(size_t setsize, const cpu_set_t *cpus,
+				long *bad)
+{
+	struct t_runs runs;
+	int r;
+
+	memset(&runs, 0, sizeof(runs));
+	r = stop_machine(t_count_run, &runs, setsize, cpus);
+	*bad += !t_runs_ok(&runs, r, cpus);
+	return r;
+}
+
+/* The same for stop_two_cpus(): fn on @cpu1 alone. */
+static inline int t_stop_two_judged(unsigned int cpu1, unsigned int cpu2,
+				    long *bad)
+{
+	struct t_runs runs;
+	cpu_set_t one;
+	int r;
+
+	memset(&runs, 0, sizeof(runs));
+	CPU_ZERO(&one);
+	if (cpu1 < CPU_SETSIZE)
+		CPU_SET(cpu1, &one);
+	r = stop_two_cpus(cpu1, cpu2, t_count_run, &runs);
+	*bad += !t_runs_ok(&runs, r, &one);
+	return r;
+}
+
 /* Run @fn in a child process; returns its wait status. */
 static inline int t_in_child(void (*fn)(void *), void *arg)
 {

@@ -289,6 +289,7 @@ static void sigchld_not_stolen(void **state)
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	assert_int_equal(pthread_sigmask(SIG_BLOCK, &chld, NULL), 0);
+	cpuhog_shutdown();
 	assert_int_equal(cpuhog_init(NULL), 0);
 	pid = fork();
 	assert_true(pid >= 0);
@@ -403,6 +404,7 @@ static void timeouts_never(void **state)
 	int r;
 
 	(void)state;
+	cpuhog_shutdown();
 	cpuhog_attr_init(&a);
 	a.stop_timeout_ns = CPUHOG_NO_TIMEOUT;
 	a.spin_ns = CPUHOG_NO_SPIN;

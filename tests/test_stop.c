@@ -234,6 +234,7 @@ static int call_stop(void *arg)
 static void stop_results_and_errors(void **state)
 {
 	cpu_set_t set, none, far;
+	long bad = 0;
 	int last;
 
 	(void)state;
@@ -244,10 +245,9 @@ static void stop_results_and_errors(void **state)
 	assert_int_equal(stop_machine(value_on_last, &last, sizeof(set), &set),
 			 77);
 	assert_int_equal(stop_machine(NULL, NULL, 0, NULL), -EINVAL);
-	assert_int_equal(stop_machine(nothing, NULL, sizeof(none), &none),
-			 -ENOENT);
-	assert_int_equal(stop_machine(nothing, NULL, sizeof(far), &far),
-			 -ENOENT);
+	assert_int_equal(t_stop_judged(sizeof(none), &none, &bad), -ENOENT);
+	assert_int_equal(t_stop_judged(sizeof(far), &far, &bad), -ENOENT);
+	assert_int_equal(bad, 0);
 	assert_int_equal(hog_one_cpu(t_nth_cpu(0), call_stop, NULL), 0);
 }
 
@@ -397,7 +397,7 @@ static void *mixer(void *arg)
 	unsigned int seed = (unsigned int)(intptr_t)arg;
 	cpu_set_t set;
 	int n = t_hog_cpus(&set);
-	intptr_t bad = 0;
+	long bad = 0;
 
 	while (!atomic_load(&mix_stop)) {
 		unsigned int a = t_nth_cpu((int)(rand_r(&seed) % (unsigned)n));
@@ -406,13 +406,13 @@ static void *mixer(void *arg)
 
 		switch (rand_r(&seed) % 6) {
 		case 0:
-			bad += stop_machine(mix_fn, NULL, 0, NULL) != 0;
+			bad += t_stop_judged(0, NULL, &bad) != 0;
 			break;
 		case 1:
-			bad += stop_machine(mix_fn, NULL, sizeof(set), &set) != 0;
+			bad += t_stop_judged(sizeof(set), &set, &bad) != 0;
 			break;
 		case 2:
-			r = stop_two_cpus(a, b, mix_fn, NULL);
+			r = t_stop_two_judged(a, b, &bad);
 			bad += a == b ? r != -EINVAL : r != 0;
 			break;
 		case 3:
@@ -427,8 +427,9 @@ static void *mixer(void *arg)
 			bad += hog_synchronize() != 0;
 			break;
 		}
+		atomic_fetch_add(&mix_runs, 1);
 	}
-	return (void *)bad;
+	return (void *)(intptr_t)bad;
 }
 
 static void mixed_multi_cpu_stress(void **state)
