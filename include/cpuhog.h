@@ -80,7 +80,11 @@ struct cpuhog_work {
 enum {
 	/* Abort the process when a callback sleeps (like the kernel's
 	 * "scheduling while atomic").  The environment variable
-	 * CPUHOG_STRICT=1 sets it too. */
+	 * CPUHOG_STRICT=1 sets it too.  "Sleeps" is a voluntary context
+	 * switch beyond the callback's minor page faults: a fault may wait
+	 * for the mmap lock that another thread's fork() or mmap() holds,
+	 * which is not the callback's doing.  So a callback that faults and
+	 * sleeps in one run can escape once; a major fault counts. */
 	CPUHOG_F_STRICT = 1u << 0,
 	/* Let stop_machine() and stop_two_cpus() run when the hogs could
 	 * not get real-time priority.  Their guarantee does not hold then:
@@ -104,13 +108,17 @@ struct cpuhog_attr {
 	int priority;
 	/* Stack of each hog thread; 0: 56 KiB (more under sanitizers). */
 	size_t stack_size;
-	/* A callback running longer than this is reported; 0: 100 ms. */
+	/* A callback running longer than this is reported; 0: 100 ms.
+	 * Also how long stop_machine() holds the other CPUs for a fn that
+	 * has not returned (see there); UINT64_MAX: never reported. */
 	uint64_t overrun_ns;
 	/* stop_machine()/stop_two_cpus() give up if the hogs have not all
-	 * arrived by then; 0: 200 ms. */
+	 * arrived and been held by then; 0: 200 ms; CPUHOG_NO_TIMEOUT:
+	 * wait for ever (the waiting hogs sleep). */
 	uint64_t stop_timeout_ns;
 	/* A caller waiting for a hog on another CPU spins this long before
-	 * it sleeps; 0: 50 us; CPUHOG_NO_SPIN: never spin. */
+	 * it sleeps; 0: 50 us; CPUHOG_NO_SPIN: never spin; at most one
+	 * second (-EINVAL beyond). */
 	uint64_t spin_ns;
 	/* CPUs to put hogs on (bits beyond setsize are clear); NULL: every
 	 * online CPU the process's cpuset allows (not the affinity of the
@@ -227,13 +235,17 @@ CPUHOG_API bool hog_one_cpu_nowait(unsigned int cpu, cpuhog_fn_t fn, void *arg,
  * hog_work_wait - wait for a work queued by hog_one_cpu_nowait().
  * Context: may sleep; not from hog context.  Several threads may wait.
  * Returns what fn returned (again on each call, until the buffer is
- * queued anew); -ENOENT if the work did not run; -EINVAL for a buffer
- * never queued; -EDEADLK from hog context.
+ * queued anew); -ENOENT if the work did not run, which includes a work
+ * queued by the parent of a forked child, waited for in the child (it
+ * runs in the parent only); -EINVAL for a buffer never queued; -EDEADLK
+ * from hog context.
  */
 CPUHOG_API int hog_work_wait(struct cpuhog_work *work_buf);
 
 /*
- * hog_work_done - whether hog_work_wait() would return at once.
+ * hog_work_done - whether hog_work_wait() would return at once: true for
+ * a finished work, and for a buffer never queued; false while queued or
+ * running.
  * Context: any.
  */
 CPUHOG_API bool hog_work_done(const struct cpuhog_work *work_buf);
@@ -261,7 +273,8 @@ CPUHOG_API int try_hog_cpus(size_t setsize, const cpu_set_t *cpus,
 
 /*
  * stop_machine - run fn(data) while every hogged CPU is held.
- * @cpus: the CPUs fn runs on (each must have a hog); NULL: exactly one.
+ * @cpus: the CPUs fn runs on (each must have a hog); NULL: exactly one,
+ * whichever hog gets there first (do not rely on which).
  *
  * Every hog enters one rendezvous; fn runs on @cpus while the other hogs
  * spin with signals blocked, and none leaves before fn has returned
@@ -275,15 +288,33 @@ CPUHOG_API int try_hog_cpus(size_t setsize, const cpu_set_t *cpus,
  * worth (examples/livepatch.c).  Each hog serializes its core
  * before it leaves, so code that fn rewrote is safe to run afterwards.
  * No setup, no allocation, no thread creation on its path.  If the hogs
- * have not all arrived within cpuhog_attr.stop_timeout_ns, it releases
- * every CPU and returns -ETIMEDOUT with fn run nowhere.
+ * have not all arrived and been held within cpuhog_attr.stop_timeout_ns,
+ * it releases every CPU and returns -ETIMEDOUT with fn run nowhere.
+ * Offline CPUs (and CPUs that left the cpuset) take no part: nothing of
+ * ours runs there.
+ *
+ * The return value says whether fn ran: 0 or fn's value means it ran
+ * exactly once on each CPU of @cpus (once in all for NULL); an error
+ * means it ran nowhere.
+ *
+ * The hold has two limits, and the kernel sets both.  If a held CPU
+ * starts going offline (or leaves the cpuset) before fn starts, the stop
+ * gives up with -ENOENT.  Once fn runs: if a held CPU goes away, or fn
+ * runs longer than cpuhog_attr.overrun_ns (100 ms; a fn that blocks on a
+ * lock whose owner a hog keeps off its CPU would otherwise spin the
+ * others until RT throttling, or for ever without it), the other hogs
+ * stop spinning and sleep until fn returns: from then on other threads
+ * may run beside fn.  fn still runs to its end and its value is
+ * returned; cpuhog_info.holds_released counts such stops, and the
+ * overrun is reported.
  * Serialized with every other multi-CPU call.
  * Context: may sleep; not from hog context.  fn must not sleep.
  * Returns 0 or a non-zero value fn returned; -EINVAL for NULL @fn;
- * -ENOENT if a CPU of @cpus has no hog, is offline, or @cpus is empty
- * (fn ran nowhere); -ETIMEDOUT (fn ran nowhere); -EPERM if the hogs lack
- * real-time priority and CPUHOG_F_WEAK_STOP is not set; -EDEADLK from
- * hog context.
+ * -ENOENT if a CPU of @cpus has no hog or is offline, if @cpus is empty,
+ * if no hogged CPU is online, or if a CPU went away before fn started
+ * (fn ran nowhere: call again); -ETIMEDOUT (fn ran nowhere); -EPERM if
+ * the hogs lack real-time priority and CPUHOG_F_WEAK_STOP is not set;
+ * -EDEADLK from hog context.
  */
 CPUHOG_API int stop_machine(cpuhog_fn_t fn, void *data, size_t setsize,
 			    const cpu_set_t *cpus);
@@ -292,7 +323,7 @@ CPUHOG_API int stop_machine(cpuhog_fn_t fn, void *data, size_t setsize,
  * stop_two_cpus - stop_machine() on two CPUs: fn(arg) runs on @cpu1 while
  * @cpu2 spins in the same rendezvous.
  * Context and returns as stop_machine(); -EINVAL if the CPUs are equal,
- * -ENOENT if either has no hog.
+ * -ENOENT if either has no hog or is offline (as the kernel's).
  */
 CPUHOG_API int stop_two_cpus(unsigned int cpu1, unsigned int cpu2,
 			     cpuhog_fn_t fn, void *arg);
@@ -321,9 +352,9 @@ CPUHOG_API int hog_synchronize(void);
  * On return 0, @tid's affinity is {cpu}, it runs nowhere else, and it
  * next runs on @cpu.
  * Context: may sleep; not from hog context.
- * Returns 0; -ESRCH for no such thread; -ENOENT if @cpu has no hog;
- * -EINVAL if @tid is a hog; -EPERM where the kernel refuses; -EDEADLK
- * from hog context.
+ * Returns 0; -ESRCH for no such thread; -ENOENT if @cpu has no hog or
+ * is not usable now (offline, outside the cpuset); -EINVAL if @tid is a
+ * hog; -EPERM where the kernel refuses; -EDEADLK from hog context.
  */
 CPUHOG_API int hog_migrate(pid_t tid, unsigned int cpu);
 

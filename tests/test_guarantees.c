@@ -319,29 +319,29 @@ static void sigchld_not_stolen(void **state)
  * TLB flush and its unlock, while the hog is inside the check.)
  */
 static _Atomic int callers_stop;
-static char touched[16 * 4096];
+static char touched[2][16 * 4096]; /* one region per calling thread */
 
 /* 20 us of writes to the data segment: no sleep, but a page fault after
  * each fork, likely while fork still holds the mmap lock. */
 static int write_pages(void *arg)
 {
+	char *mine = touched[(uintptr_t)arg];
 	uint64_t end = t_now() + 20000;
 	size_t i;
 
-	(void)arg;
 	do {
-		for (i = 0; i < sizeof(touched); i += 4096)
-			touched[i]++;
+		for (i = 0; i < sizeof(touched[0]); i += 4096)
+			mine[i]++;
 	} while (t_now() < end);
 	return 0;
 }
 
 static void *writing_caller(void *arg)
 {
-	unsigned int cpu = (unsigned int)(uintptr_t)arg;
+	uintptr_t i = (uintptr_t)arg;
 
 	while (!atomic_load(&callers_stop))
-		if (hog_one_cpu(cpu, write_pages, NULL) != 0)
+		if (hog_one_cpu(t_nth_cpu((int)i), write_pages, arg) != 0)
 			_exit(6);
 	return NULL;
 }
@@ -361,7 +361,7 @@ static void strict_child(void *arg)
 		_exit(8);
 	for (i = 0; i < 2; i++)
 		pthread_create(&th[i], NULL, writing_caller,
-			       (void *)(uintptr_t)t_nth_cpu(i));
+			       (void *)(uintptr_t)i);
 	end = t_now() + 1000 * MS;
 	while (t_now() < end) {
 		pid_t pid = fork();

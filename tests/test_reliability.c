@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/klog.h>
 #include <sys/syscall.h>
 
 static long env_long(const char *name, long dflt)
@@ -24,6 +25,93 @@ static long env_long(const char *name, long dflt)
 	const char *v = getenv(name);
 
 	return v && atol(v) > 0 ? atol(v) : dflt;
+}
+
+/* ---- the canary: ordinary threads must keep running ---- */
+
+/*
+ * One SCHED_OTHER thread per CPU wakes from 1 ms sleeps and records how
+ * late it woke.  A call pattern that starves ordinary threads is a bug
+ * even when no CPU goes offline: every storm asserts the worst lateness
+ * under a generous bound.  A canary whose CPU went offline is moved by
+ * the kernel; it pins itself again when the CPU is back.
+ */
+#define CANARY_BOUND_MS 500
+static struct {
+	pthread_t th[2];
+	_Atomic uint64_t worst_ns;
+	_Atomic int stop;
+} canary;
+
+static void *canary_main(void *arg)
+{
+	unsigned int cpu = (unsigned int)(uintptr_t)arg;
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	while (!atomic_load(&canary.stop)) {
+		uint64_t t0 = t_now(), late;
+
+		if (sched_getcpu() != (int)cpu)
+			sched_setaffinity(0, sizeof(one), &one);
+		t_sleep_ms(1);
+		late = t_now() - t0 - MS;
+		if (late > atomic_load(&canary.worst_ns))
+			atomic_store(&canary.worst_ns, late);
+	}
+	return NULL;
+}
+
+static void canary_start(void)
+{
+	int i;
+
+	atomic_store(&canary.stop, 0);
+	atomic_store(&canary.worst_ns, 0);
+	for (i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&canary.th[i], NULL, canary_main,
+						(void *)(uintptr_t)t_nth_cpu(i)),
+				 0);
+}
+
+static void canary_end(const char *what)
+{
+	uint64_t worst;
+	int i;
+
+	atomic_store(&canary.stop, 1);
+	for (i = 0; i < 2; i++)
+		pthread_join(canary.th[i], NULL);
+	worst = atomic_load(&canary.worst_ns);
+	print_message("%s: canary woke at worst %.2f ms late\n", what,
+		      worst / 1e6);
+	assert_true(worst < CANARY_BOUND_MS * MS);
+}
+
+/* ---- the kernel's watchdogs ---- */
+
+/* How many kernel log lines say that the kernel itself was starved. */
+static int kernel_complaints(void)
+{
+	static const char *const pat[] = {
+		"rcu_preempt detected stall", "rcu_sched detected stall",
+		"rcu: INFO", "kthread starved", "workqueue lockup",
+		"blocked for more than", "soft lockup", "hung_task",
+	};
+	int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, NULL, 0), n = 0;
+	char *buf, *line, *save;
+	size_t i;
+
+	if (size <= 0 || !(buf = calloc(1, (size_t)size + 1)))
+		return -1;
+	size = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, size);
+	for (line = strtok_r(size > 0 ? buf : NULL, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		for (i = 0; i < sizeof(pat) / sizeof(pat[0]); i++)
+			n += strstr(line, pat[i]) != NULL;
+	free(buf);
+	return n;
 }
 
 /* ---- workers: every kind of call, each result checked ---- */
@@ -83,8 +171,10 @@ static void *worker(void *arg)
 			atomic_fetch_add(&tally.wrong, r != 0 && r != -ENOENT);
 			break;
 		case 3:
+			/* -ENOENT: a CPU went away before fn started */
 			r = t_stop_judged(0, NULL, &bad);
-			atomic_fetch_add(&tally.wrong, r != 0 && r != -ETIMEDOUT);
+			atomic_fetch_add(&tally.wrong, r != 0 && r != -ETIMEDOUT &&
+							       r != -ENOENT);
 			atomic_fetch_add(&tally.stop_timeouts, r == -ETIMEDOUT);
 			break;
 		default:
@@ -104,6 +194,7 @@ static void workers_start(void)
 
 	memset(&tally, 0, sizeof(tally));
 	atomic_store(&workers_stop, 0);
+	canary_start();
 	for (i = 0; i < 3; i++)
 		assert_int_equal(pthread_create(&workers[i], NULL, worker,
 						(void *)(uintptr_t)(i + 7)),
@@ -118,6 +209,7 @@ static void workers_end(void)
 	atomic_store(&workers_stop, 1);
 	for (i = 0; i < 3; i++)
 		pthread_join(workers[i], NULL);
+	canary_end("workers");
 	assert_int_equal(atomic_load(&tally.wrong), 0);
 	assert_true(atomic_load(&tally.calls) > 0);
 	assert_int_equal(cpuhog_get_info(&in), 0);
@@ -489,6 +581,7 @@ static void soak(void **state)
 	int i;
 
 	(void)state;
+	canary_start();
 	for (i = 0; i < 4; i++) {
 		s[i] = (struct soak){ .seed = (unsigned int)(i * 31 + 1) };
 		assert_int_equal(pthread_create(&th[i], NULL, soaker, &s[i]), 0);
@@ -501,6 +594,7 @@ static void soak(void **state)
 		expect += s[i].expect;
 		calls += s[i].calls;
 	}
+	canary_end("soak");
 	assert_int_equal(atomic_load(&soak_runs), expect);
 	assert_int_equal(cpuhog_get_info(&in), 0);
 	assert_int_equal(in.queued, in.run + in.refused);
@@ -511,6 +605,134 @@ static void soak(void **state)
 		      (unsigned long long)in.refused);
 }
 
+/* ---- 6. CPU offline while the application makes multi-CPU calls ---- */
+
+enum { K_HOG_CPUS, K_STOP, K_SYNC, K_MIX, K_KINDS };
+static const char *const kind_name[K_KINDS] = { "hog_cpus", "stop_machine",
+						"hog_synchronize", "mix" };
+static struct {
+	_Atomic int kind, active, stop;
+	_Atomic long calls, bad;
+} storm;
+
+static int storm_fn(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+/* One multi-CPU call of the current kind, its result checked. */
+static void storm_call(unsigned int *seed, const cpu_set_t *all, long *bad)
+{
+	int kind = atomic_load(&storm.kind), r;
+
+	if (kind == K_MIX)
+		kind = (int)(rand_r(seed) % K_MIX);
+	switch (kind) {
+	case K_HOG_CPUS:
+		r = hog_cpus(sizeof(*all), all, storm_fn, NULL);
+		*bad += r != 0 && r != -ENOENT;
+		break;
+	case K_STOP:
+		r = t_stop_judged(0, NULL, bad);
+		*bad += r != 0 && r != -ENOENT && r != -ETIMEDOUT;
+		break;
+	default:
+		*bad += hog_synchronize() != 0;
+		break;
+	}
+}
+
+/* Thread @i calls back to back while it is among the active ones. */
+static void *storm_caller(void *arg)
+{
+	int i = (int)(uintptr_t)arg;
+	unsigned int seed = (unsigned int)i + 1;
+	cpu_set_t all;
+	long bad = 0, calls = 0;
+
+	t_hog_cpus(&all);
+	while (!atomic_load(&storm.stop)) {
+		if (i >= atomic_load(&storm.active)) {
+			t_sleep_ms(1);
+			continue;
+		}
+		storm_call(&seed, &all, &bad);
+		calls++;
+	}
+	atomic_fetch_add(&storm.calls, calls);
+	atomic_fetch_add(&storm.bad, bad);
+	return NULL;
+}
+
+/* Toggle @cpu for @ms; the active callers cycle through 1..4, or stay
+ * at @fixed.  Returns the worst offline in ns; *cycles counts them. */
+static uint64_t toggle_for(unsigned int cpu, long ms, int fixed, long *cycles)
+{
+	uint64_t end = t_now() + (uint64_t)ms * MS, worst = 0, t0, dt;
+
+	for (*cycles = 0; t_now() < end; ++*cycles) {
+		atomic_store(&storm.active, fixed ? fixed : 1 + (int)(*cycles % 4));
+		t0 = t_now();
+		assert_true(t_set_online(cpu, 0));
+		dt = t_now() - t0;
+		worst = dt > worst ? dt : worst;
+		assert_true(dt < 2000 * MS);
+		t_sleep_ms(20);
+		assert_true(t_set_online(cpu, 1));
+		t_sleep_ms(20);
+	}
+	return worst;
+}
+
+/*
+ * Every multi-CPU call kind, and a mix, from 1 to 4 threads back to back
+ * while CPU 1 goes offline and back every ~40 ms.  Before the fix, one
+ * offline took up to two minutes and the kernel's RCU thread starved.
+ * CPUHOG_OFFLINE_SECONDS (default 5) per kind; CPUHOG_OFFLINE_THREADS
+ * fixes the number of callers (default: cycle 1..4).
+ */
+static void offline_under_multi_cpu_storm(void **state)
+{
+	long ms = env_long("CPUHOG_OFFLINE_SECONDS", 5) * 1000, cycles;
+	int fixed = (int)env_long("CPUHOG_OFFLINE_THREADS", 0), k, i;
+	unsigned int cpu = t_nth_cpu(1);
+	int complaints = kernel_complaints();
+	uint64_t idle, worst;
+	pthread_t th[4];
+
+	(void)state;
+	if (cpu == t_nth_cpu(0) || !t_can_hotplug(cpu))
+		t_skip("needs root, two hogged CPUs, CPU hotplug, no TSan");
+	t_guard_victim(cpu);
+	atomic_store(&storm.active, 0);
+	idle = toggle_for(cpu, 400, 0, &cycles); /* nobody calls */
+	print_message("idle machine: worst offline %.1f ms in %ld cycles\n",
+		      idle / 1e6, cycles);
+	canary_start();
+	for (i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, storm_caller,
+						(void *)(uintptr_t)i),
+				 0);
+	for (k = 0; k < K_KINDS; k++) {
+		atomic_store(&storm.kind, k);
+		worst = toggle_for(cpu, ms, fixed, &cycles);
+		print_message("%s: %ld offline cycles, worst offline %.1f ms "
+			      "(idle %.1f ms)\n",
+			      kind_name[k], cycles, worst / 1e6, idle / 1e6);
+		assert_true(cycles >= 25 * ms / 5000);
+	}
+	atomic_store(&storm.stop, 1);
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	canary_end("offline storm");
+	print_message("%ld calls\n", atomic_load(&storm.calls));
+	assert_int_equal(atomic_load(&storm.bad), 0);
+	assert_true(atomic_load(&storm.calls) > 0);
+	if (complaints >= 0)
+		assert_int_equal(kernel_complaints(), complaints);
+}
+
 T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(hotplug_storm),
 	cmocka_unit_test(cpuset_storm),
@@ -518,4 +740,5 @@ T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(fork_during_storm),
 	cmocka_unit_test(held_cpu_waits_others_proceed),
 	cmocka_unit_test(soak),
+	cmocka_unit_test(offline_under_multi_cpu_storm),
 }))
