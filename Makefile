@@ -39,6 +39,7 @@ check-tsan:
 # The long reliability run: minutes of soak, hundreds of hotplug cycles.
 soak: build
 	CPUHOG_SOAK_SECONDS=300 CPUHOG_HOTPLUG_CYCLES=200 \
+	CPUHOG_OFFLINE_SECONDS=30 CPUHOG_KMSG_WAIT_MS=22000 \
 	ctest --test-dir $(BUILD) --output-on-failure -R test_reliability
 
 install: build

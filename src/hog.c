@@ -127,6 +127,10 @@ static void run_batch(struct hog *h, struct work *w)
 
 		here = here && sched_getcpu() == (int)h->cpu;
 		h->off_cpu = !here;
+		/* relaxed: a hint for multi-CPU callers, who check it */
+		if (atomic_load_explicit(&h->away, memory_order_relaxed) == here)
+			atomic_store_explicit(&h->away, !here,
+					      memory_order_relaxed);
 		if (here || (w->flags & W_F_INTERNAL)) {
 			run_one(h, w);
 		} else {

@@ -77,6 +77,10 @@ struct hog {
 	alignas(CACHELINE) unsigned int cpu;
 	_Atomic bool stop;
 	bool off_cpu; /* the current batch cannot run on cpu */
+	/* Set by the hog when it finds its CPU unusable (going offline,
+	 * offline, outside the cpuset); multi-CPU calls then leave it alone
+	 * until hog_usable() sees the CPU back (see multi.c). */
+	_Atomic bool away;
 	_Atomic uint32_t started; /* futex: 0 until the hog is set up */
 	pid_t tid;
 	int status_fd; /* /proc/thread-self/status, for redirect_signals() */
@@ -111,8 +115,10 @@ struct ctx {
 	/* Multi-CPU calls. */
 	pthread_mutex_t multi_lock;
 	uint32_t multi_gen; /* under multi_lock */
+	uint64_t backoff_at; /* under multi_lock: see multi_unlock() */
 	struct group group;
 	struct hog **msel; /* nr_hogs entries, under multi_lock */
+	cpu_set_t *mscratch; /* for hog_usable(), under multi_lock */
 	uint32_t *mflags;  /* work flags per msel entry, under multi_lock */
 	struct stop_state *stop;
 	_Atomic uint64_t stops, stop_timeouts, holds_released;
@@ -148,6 +154,8 @@ HIDDEN int multi_wait(struct ctx *c, uint64_t deadline,
 HIDDEN int multi_result(struct ctx *c, unsigned int n, bool *ran_any);
 HIDDEN void group_kick(struct group *g);
 HIDDEN int multi_lock(struct ctx *c, bool try);
+HIDDEN void multi_unlock(struct ctx *c);
+HIDDEN bool hog_usable(struct hog *h, cpu_set_t *scratch, size_t size);
 
 /* stop_machine.c */
 HIDDEN struct stop_state *stop_state_alloc(struct ctx *c);

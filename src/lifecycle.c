@@ -104,6 +104,7 @@ static void ctx_free(struct ctx *c)
 	free(c->by_cpu);
 	free(c->msel);
 	free(c->mflags);
+	CPU_FREE(c->mscratch);
 	stop_state_free(c->stop);
 	free(c);
 }
@@ -248,8 +249,10 @@ static int ctx_alloc(struct ctx *c, unsigned int n)
 	c->hogs = aligned_alloc(CACHELINE, sizeof(struct hog) * (n ? n : 1));
 	c->msel = calloc(n ? n : 1, sizeof(*c->msel));
 	c->mflags = calloc(n ? n : 1, sizeof(*c->mflags));
+	c->mscratch = CPU_ALLOC(c->nr_cpu_ids);
 	c->stop = stop_state_alloc(c);
-	if (!c->by_cpu || !c->hogs || !c->msel || !c->mflags || !c->stop)
+	if (!c->by_cpu || !c->hogs || !c->msel || !c->mflags || !c->mscratch ||
+	    !c->stop)
 		return -ENOMEM;
 	memset(c->hogs, 0, sizeof(struct hog) * (n ? n : 1));
 	return 0;

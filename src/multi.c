@@ -15,6 +15,37 @@
 #include <errno.h>
 #include <limits.h>
 
+#define BACKOFF_NS 1000000u    /* how long a multi-CPU call backs off */
+#define BACKOFF_EVERY_NS 4000000u /* at most once per this (one tick) */
+
+/*
+ * End a multi-CPU call.  While a hogged CPU is away (going offline,
+ * offline, out of the cpuset), our callers and hogs crowd onto the CPUs
+ * left, and a storm of multi-CPU calls from several threads kept the
+ * kernel's own threads there (the RCU grace-period kthread, workqueues)
+ * from running for minutes, while the offline waited for them.  So in
+ * that state, once per tick, the caller sleeps a millisecond before it
+ * lets the next multi-CPU call in: every other multi-CPU caller is
+ * asleep on the lock meanwhile, and the kernel's threads run.  It costs
+ * at most a fifth of the multi-CPU call rate, and only while a CPU is
+ * away.  docs/RELIABILITY.md has the evidence.
+ */
+void multi_unlock(struct ctx *c)
+{
+	uint64_t now;
+	unsigned int i;
+
+	for (i = 0; i < c->nr_hogs; i++)
+		if (atomic_load_explicit(&c->hogs[i].away,
+					 memory_order_relaxed))
+			break;
+	if (i < c->nr_hogs && (now = now_ns()) >= c->backoff_at) {
+		nanosleep(&(struct timespec){ 0, BACKOFF_NS }, NULL);
+		c->backoff_at = now + BACKOFF_EVERY_NS;
+	}
+	pthread_mutex_unlock(&c->multi_lock);
+}
+
 int multi_lock(struct ctx *c, bool try)
 {
 	int r = try ? pthread_mutex_trylock(&c->multi_lock)
@@ -25,14 +56,34 @@ int multi_lock(struct ctx *c, bool try)
 	return -r;
 }
 
-/* The hogs of @cpus, in CPU order, into c->msel. */
+/*
+ * Whether @h's CPU can be used now.  A hog that found its CPU gone is
+ * not woken by multi-CPU calls (its work would only be refused): while a
+ * CPU goes offline, waking it meant an extra real-time thread on a
+ * surviving CPU for every call, which starved the kernel's own threads
+ * there (docs/RELIABILITY.md).  The kernel left such a hog's affinity at
+ * the cpuset's CPUs, and reports affinity within the active ones: when
+ * @h->cpu shows in it again, the CPU is back and the hog re-pins itself
+ * on its next work.
+ */
+bool hog_usable(struct hog *h, cpu_set_t *scratch, size_t size)
+{
+	if (!atomic_load_explicit(&h->away, memory_order_relaxed))
+		return true;
+	CPU_ZERO_S(size, scratch);
+	return sched_getaffinity(h->tid, size, scratch) == 0 &&
+	       CPU_ISSET_S(h->cpu, size, scratch);
+}
+
+/* The hogs of @cpus whose CPUs are usable, in CPU order, into c->msel. */
 unsigned int multi_select(struct ctx *c, size_t setsize, const cpu_set_t *cpus)
 {
-	size_t bits = setsize * 8;
+	size_t bits = setsize * 8, sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
 	unsigned int cpu, n = 0;
 
 	for (cpu = 0; cpu < c->nr_cpu_ids && cpu < bits; cpu++)
-		if (CPU_ISSET_S(cpu, setsize, cpus) && c->by_cpu[cpu]) {
+		if (CPU_ISSET_S(cpu, setsize, cpus) && c->by_cpu[cpu] &&
+		    hog_usable(c->by_cpu[cpu], c->mscratch, sz)) {
 			c->mflags[n] = 0;
 			c->msel[n++] = c->by_cpu[cpu];
 		}
@@ -232,7 +283,7 @@ static int do_hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
 		if (!ran)
 			r = -ENOENT;
 	}
-	pthread_mutex_unlock(&c->multi_lock);
+	multi_unlock(c);
 	ctx_put();
 	return r;
 }

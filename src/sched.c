@@ -51,7 +51,7 @@ int hog_synchronize(void)
 	}
 	/* acquire side of the barrier: pairs with each hog's release */
 	atomic_thread_fence(memory_order_seq_cst);
-	pthread_mutex_unlock(&c->multi_lock);
+	multi_unlock(c);
 	ctx_put();
 	return 0;
 }

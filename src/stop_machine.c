@@ -537,7 +537,7 @@ static struct ctx *stop_enter(cpuhog_fn_t fn, int *err)
 
 static void stop_leave(struct ctx *c)
 {
-	pthread_mutex_unlock(&c->multi_lock);
+	multi_unlock(c);
 	ctx_put();
 }
 
