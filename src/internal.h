@@ -14,6 +14,50 @@
 #include <stdatomic.h>
 #include <time.h>
 
+/*
+ * Every extern name of the library that is not API carries the reserved
+ * prefix cpuhog_i_: that is what the linker sees, in the static archive
+ * too (hidden visibility keeps them out of the shared library's table).
+ * The sources use the short names.
+ */
+#define affine_only cpuhog_i_affine_only
+#define check_begin cpuhog_i_check_begin
+#define check_end cpuhog_i_check_end
+#define cpuhog_self cpuhog_i_self
+#define ctx_get cpuhog_i_ctx_get
+#define ctx_put cpuhog_i_ctx_put
+#define deadline_in cpuhog_i_deadline_in
+#define futex_wait cpuhog_i_futex_wait
+#define futex_wake cpuhog_i_futex_wake
+#define g_epoch cpuhog_i_epoch
+#define g_spin_ns cpuhog_i_spin_ns
+#define group_kick cpuhog_i_group_kick
+#define hog_main cpuhog_i_hog_main
+#define hog_of cpuhog_i_hog_of
+#define hog_usable cpuhog_i_hog_usable
+#define multi_lock cpuhog_i_multi_lock
+#define multi_push cpuhog_i_multi_push
+#define multi_reserve cpuhog_i_multi_reserve
+#define multi_result cpuhog_i_multi_result
+#define multi_select cpuhog_i_multi_select
+#define multi_unlock cpuhog_i_multi_unlock
+#define multi_wait cpuhog_i_multi_wait
+#define now_ns cpuhog_i_now_ns
+#define obtain_priority cpuhog_i_obtain_priority
+#define pin_to cpuhog_i_pin_to
+#define pinned_to cpuhog_i_pinned_to
+#define possible_cpus cpuhog_i_possible_cpus
+#define queue_work cpuhog_i_queue_work
+#define read_cpulist cpuhog_i_read_cpulist
+#define redirect_signals cpuhog_i_redirect_signals
+#define serialize_core cpuhog_i_serialize_core
+#define slot_wait_free cpuhog_i_slot_wait_free
+#define stop_state_alloc cpuhog_i_stop_state_alloc
+#define stop_state_free cpuhog_i_stop_state_free
+#define thread_switches cpuhog_i_thread_switches
+#define wake_hog cpuhog_i_wake_hog
+#define work_wait cpuhog_i_work_wait
+
 #define HIDDEN __attribute__((visibility("hidden")))
 #define CACHELINE 64
 
