@@ -1,28 +1,39 @@
-# Thin wrapper over CMake/CTest.  `make run`: build and run the main job;
-# `make check`: build and run every test.
+# Thin wrapper over CMake/CTest.
+#   make            the library, the tool and the examples (cmake and a C
+#                   compiler; installs nothing)
+#   make install    the same, into PREFIX (default /usr/local); `make
+#                   uninstall` takes it out again
+#   make run        installs what the benchmark's peers need (as root, on
+#                   Debian), then runs cpuhog bench --quick
+#   make check      installs what the tests need (the same way), builds
+#                   the tests and runs them all
 BUILD    ?= build
 PREFIX   ?= /usr/local
 JOBS     ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run check check-asan check-tsan soak install clean format
+.PHONY: all deps build run check check-asan check-tsan soak install uninstall clean format
 
 all: build
 
 deps:
 	@sh scripts/deps.sh
 
+# Configured once; PREFIX goes in at install time.
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
 
-build: deps $(BUILD)/CMakeCache.txt
+build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j$(JOBS)
 
-run: build
+run: deps
+	$(MAKE) build
 	$(BUILD)/tools/cpuhog bench --quick
 
 # Tests hold CPUs at top priority: run them one at a time.
-check: build
+check: deps
+	cmake -S . -B $(BUILD) -DCPUHOG_TESTS=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j$(JOBS)
 	ctest --test-dir $(BUILD) --output-on-failure -j1
 
 # The same tests under ASan+UBSan and under TSan.  Children forked from a
@@ -36,14 +47,22 @@ check-tsan:
 	TSAN_OPTIONS=die_after_fork=0:halt_on_error=1:second_deadlock_stack=1 \
 	$(MAKE) check BUILD=build-tsan CMAKE_FLAGS="-DCPUHOG_SANITIZE=thread"
 
-# The long reliability run: minutes of soak, hundreds of hotplug cycles.
-soak: build
+# The long reliability run: minutes of soak, hundreds of hotplug cycles,
+# 30 s of CPU offline per multi-CPU call kind.
+soak: check
 	CPUHOG_SOAK_SECONDS=300 CPUHOG_HOTPLUG_CYCLES=200 \
 	CPUHOG_OFFLINE_SECONDS=30 CPUHOG_KMSG_WAIT_MS=22000 \
 	ctest --test-dir $(BUILD) --output-on-failure -R test_reliability
 
-install: build
+# GNUInstallDirs picks the libdir from the prefix (lib/x86_64-linux-gnu
+# for /usr on Debian): configure with it.
+install: $(BUILD)/CMakeCache.txt
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX)
+	cmake --build $(BUILD) -j$(JOBS)
 	cmake --install $(BUILD) --prefix $(PREFIX)
+
+uninstall:
+	cmake --build $(BUILD) --target uninstall
 
 format:
 	clang-format -i include/*.h src/*.[ch] tools/*.[ch] tests/*.[ch] \

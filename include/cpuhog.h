@@ -30,10 +30,17 @@
 #ifndef CPUHOG_H
 #define CPUHOG_H
 
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* cpu_set_t, CPU_* macros */
-#endif
+/*
+ * cpu_set_t and the CPU_* macros are GNU API of <sched.h>: _GNU_SOURCE
+ * must be defined before the first #include of the file, which only the
+ * compiler's command line can promise.  `pkg-config --cflags cpuhog` and
+ * the CMake targets cpuhog::cpuhog and cpuhog::cpuhog_static carry
+ * -D_GNU_SOURCE; g++ defines it always.
+ */
 #include <sched.h>
+#if !defined(__USE_GNU) || !defined(CPU_SETSIZE)
+#error "cpuhog.h needs _GNU_SOURCE (for cpu_set_t): compile with -D_GNU_SOURCE (pkg-config --cflags cpuhog and the CMake target cpuhog::cpuhog give it), or #define _GNU_SOURCE before the first #include"
+#endif
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -120,9 +127,12 @@ struct cpuhog_attr {
 	 * it sleeps; 0: 50 us; CPUHOG_NO_SPIN: never spin; at most one
 	 * second (-EINVAL beyond). */
 	uint64_t spin_ns;
-	/* CPUs to put hogs on (bits beyond setsize are clear); NULL: every
-	 * online CPU the process's cpuset allows (not the affinity of the
-	 * thread that happens to initialise: pass it here if you want it). */
+	/* CPUs to put hogs on (bits beyond setsize are clear), any the
+	 * cpuset allows; NULL: the CPUs the process was started with (its
+	 * affinity when the library was loaded: what taskset, numactl,
+	 * systemd's CPUAffinity= or a container runtime set), online and
+	 * allowed by the cpuset.  Not the affinity of the thread that
+	 * happens to initialise: pass that here if you want it. */
 	size_t cpus_setsize;
 	const cpu_set_t *cpus;
 	uint64_t reserved_[8];

@@ -169,9 +169,39 @@ static void ctx_settings(struct ctx *c, const struct cpuhog_attr *a)
 }
 
 /*
- * The CPUs to hog: the attribute's set, else every online CPU (those
- * outside the cpuset fail to pin and get no hog).  Not the calling
- * thread's affinity: which thread initialises must not matter.
+ * The CPUs the process was started with: the affinity of the thread that
+ * loaded the library, before main() could pin threads of its own.  That
+ * is what taskset, numactl --physcpubind, systemd's CPUAffinity= and
+ * container runtimes set.  A static program's constructors run before
+ * main() too.
+ */
+static cpu_set_t *g_start_cpus;
+static size_t g_start_size;
+
+__attribute__((constructor)) static void start_cpus_record(void)
+{
+	unsigned int n = possible_cpus();
+
+	g_start_size = CPU_ALLOC_SIZE(n);
+	g_start_cpus = CPU_ALLOC(n);
+	if (g_start_cpus &&
+	    sched_getaffinity(0, g_start_size, g_start_cpus) < 0) {
+		CPU_FREE(g_start_cpus);
+		g_start_cpus = NULL;
+	}
+}
+
+__attribute__((destructor)) static void start_cpus_free(void)
+{
+	CPU_FREE(g_start_cpus);
+	g_start_cpus = NULL;
+}
+
+/*
+ * The CPUs to hog: the attribute's set, else the online CPUs the process
+ * was started with (those outside the cpuset fail to pin and get no
+ * hog).  Not the affinity of the thread that happens to initialise:
+ * which thread that is must not matter.
  */
 static cpu_set_t *wanted_cpus(struct ctx *c, const struct cpuhog_attr *a,
 			      size_t *size)
@@ -186,11 +216,16 @@ static cpu_set_t *wanted_cpus(struct ctx *c, const struct cpuhog_attr *a,
 	CPU_ZERO_S(sz, set);
 	if (a && a->cpus) {
 		memcpy(set, a->cpus, a->cpus_setsize < sz ? a->cpus_setsize : sz);
-	} else if (read_cpulist("/sys/devices/system/cpu/online", sz, set,
-				c->nr_cpu_ids) <= 0) {
+		return set;
+	}
+	if (read_cpulist("/sys/devices/system/cpu/online", sz, set,
+			 c->nr_cpu_ids) <= 0)
 		for (cpu = 0; cpu < c->nr_cpu_ids; cpu++)
 			CPU_SET_S(cpu, sz, set);
-	}
+	for (cpu = 0; g_start_cpus && cpu < c->nr_cpu_ids; cpu++)
+		if (cpu >= g_start_size * 8 ||
+		    !CPU_ISSET_S(cpu, g_start_size, g_start_cpus))
+			CPU_CLR_S(cpu, sz, set);
 	return set;
 }
 

@@ -12,7 +12,7 @@ bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 expect() {
 	want=$1 pat=$2
 	shift 2
-	out=$("$B" "$@" 2>&1)
+	out=$($B "$@" 2>&1)
 	rc=$?
 	[ "$rc" = "$want" ] || { bad "cpuhog $*: exit $rc, want $want: $out"; return; }
 	echo "$out" | grep -q -- "$pat" || { bad "cpuhog $*: no '$pat' in: $out"; return; }
@@ -67,6 +67,14 @@ expect 0 '"max_gap_ns"' noise --cpus all --duration 150ms --json --threshold 2us
 expect 2 "needs --cpus" noise --duration 1s
 expect 2 "bad duration" noise --cpus 0 --duration 3parsecs
 expect 2 "has no hog" noise --cpus 4000 --duration 10ms
+expect 2 "outside this process" noise --cpus 1000 --duration 10ms
+# started under taskset: hogs on those CPUs only, others refused
+if command -v taskset >/dev/null; then
+	B0=$B; B="taskset -c 1 $B0"
+	expect 0 "CPUs hogged:     1 (1 hog)" info
+	expect 2 "allowed: 1$" stall --cpus 0 --for 1ms
+	B=$B0
+fi
 if command -v python3 >/dev/null; then
 	"$B" noise --cpus all --duration 120ms --json | python3 -m json.tool >/dev/null &&
 		ok || bad "noise --json does not parse"

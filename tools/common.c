@@ -30,8 +30,8 @@ int tool_cpus(const char *cmd, const char *list, cpu_set_t *set, int *all)
 			format_cpulist(sizeof(in.cpus), &in.cpus, name,
 				       sizeof(name));
 			fprintf(stderr,
-				"cpuhog %s: CPU %d has no hog (offline, or not "
-				"this process's); hogged CPUs: %s\n",
+				"cpuhog %s: CPU %d is offline or outside this "
+				"process's CPUs (taskset, cpuset); allowed: %s\n",
 				cmd, cpu, name);
 			return -EXIT_USAGE;
 		}

@@ -83,7 +83,8 @@ static void print_text(const struct facts *f)
 
 	printf("libcpuhog %s\n", cpuhog_version());
 	printf("CPUs online:     %s\n", f->online);
-	printf("CPUs hogged:     %s (%u hogs)\n", f->hogged, f->in.nr_hogs);
+	printf("CPUs hogged:     %s (%u hog%s)\n", f->hogged, f->in.nr_hogs,
+	       f->in.nr_hogs == 1 ? "" : "s");
 	if (f->in.policy == SCHED_FIFO || f->in.policy == SCHED_RR)
 		printf("hog scheduling:  %s priority %d\n", policy(&f->in),
 		       f->in.priority);
