@@ -9,6 +9,8 @@
  * whether each speed target of the project is met.
  */
 #include "bench.h"
+
+#include <limits.h>
 #include "../tools/tool.h"
 
 #include <dirent.h>
@@ -25,6 +27,8 @@
 #include <unistd.h>
 
 #define MAXOPS 32
+
+#define MAX_HELPER_CPUS 256
 
 struct placement bench_place;
 uint64_t bench_gap_ns = 100000;
@@ -120,10 +124,36 @@ static void run_batch(struct op *op, double budget_ms, bool record)
 		op->teardown(op);
 }
 
-/* A peer in a child: re-run ourselves with --child, read its samples. */
+/* Run a peer's helper (bench/peer.h) and read its samples. */
+static void exec_helper(const struct op *op, const char *budget)
+{
+	char path[PATH_MAX], gap[32], here[16], there[16];
+	char cpus[MAX_HELPER_CPUS][12];
+	char *argv[8 + MAX_HELPER_CPUS];
+	unsigned int i, n = 0;
+
+	snprintf(gap, sizeof(gap), "%llu",
+		 (unsigned long long)(bench_gap_ns / 1000));
+	snprintf(here, sizeof(here), "%u", bench_place.here);
+	snprintf(there, sizeof(there), "%u", bench_place.there);
+	bench_helper(op->helper, path, sizeof(path));
+	argv[n++] = path;
+	argv[n++] = (char *)op->child;
+	argv[n++] = (char *)budget;
+	argv[n++] = gap;
+	argv[n++] = here;
+	argv[n++] = there;
+	for (i = 0; i < bench_place.ncpus && i < MAX_HELPER_CPUS; i++) {
+		snprintf(cpus[i], sizeof(cpus[i]), "%u", bench_nth_cpu(i));
+		argv[n++] = cpus[i];
+	}
+	argv[n] = NULL;
+	execv(path, argv);
+}
+
 static void run_child(struct op *op, double budget_ms, bool record)
 {
-	char budget[32], gap[32], line[256];
+	char budget[32], line[256];
 	int fd[2], status;
 	FILE *f;
 	pid_t pid;
@@ -140,10 +170,7 @@ static void run_child(struct op *op, double budget_ms, bool record)
 		if (op->child_env)
 			putenv((char *)op->child_env);
 		cpuhog_shutdown(); /* the child needs no hogs */
-		snprintf(gap, sizeof(gap), "%llu",
-			 (unsigned long long)(bench_gap_ns / 1000));
-		execl("/proc/self/exe", "cpuhog", "bench", "--child", op->child,
-		      "--budget", budget, "--gap", gap, (char *)NULL);
+		exec_helper(op, budget);
 		_exit(127);
 	}
 	close(fd[1]);
@@ -160,7 +187,7 @@ static void run_child(struct op *op, double budget_ms, bool record)
 		fclose(f);
 	waitpid(pid, &status, 0);
 	if (!op->skip && (!WIFEXITED(status) || WEXITSTATUS(status)))
-		op->error = "the child failed";
+		op->error = "the helper failed";
 }
 
 static void run_rounds(struct op *ops, size_t n, const struct bench_opts *o)

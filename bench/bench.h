@@ -33,7 +33,9 @@ struct op {
 	const char *(*setup)(struct op *op);
 	op_run_fn run;
 	void (*teardown)(struct op *op);
-	/* a peer measured in a child process: its tag */
+	/* a peer measured by a helper program (bench/peer.h): its name
+	 * (cpuhog-bench-NAME) and the tag it measures */
+	const char *helper;
 	const char *child;
 	const char *child_env; /* NAME=VALUE for the child, or NULL */
 	const char *skip;      /* why it was not measured */
@@ -73,6 +75,10 @@ size_t peer_ops(struct op *ops);
 /* Children: `cpuhog bench --child TAG BUDGET_MS` prints one sample a
  * line ("NAME NS").  Returns the exit status. */
 int bench_child(const char *tag, double budget_ms);
+/* The peer helpers: the path of cpuhog-bench-NAME into @buf; why it
+ * cannot run (static), or NULL. */
+const char *bench_helper(const char *name, char *buf, size_t size);
+const char *bench_helper_missing(const char *name);
 int bench_rss_child(void);
 
 #endif

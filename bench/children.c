@@ -1,117 +1,58 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Peers that take over threads of their own run in a child process, one
- * per round: OpenMP (its wait policy is read once, at start) and DPDK
- * (its EAL owns the lcores).  The child prints "NS" per sample.
+ * Measurements in other processes: the peer helpers (bench/peer.h: one
+ * small program per peer library, so that the tool needs none of them),
+ * and our own resident-memory child.
  */
 #include "bench.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#ifdef HAVE_OPENMP
-#include <omp.h>
-
-static int omp_child(double budget_ms)
+/*
+ * Where the peer helpers are: ../libexec/cpuhog beside the running
+ * binary, installed or in the build tree.  Returns the path in @buf.
+ */
+const char *bench_helper(const char *name, char *buf, size_t size)
 {
-	uint64_t end = tool_now_ns() + (uint64_t)(budget_ms * 1e6);
-	int nthreads = (int)bench_place.ncpus;
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
 
-	omp_set_num_threads(nthreads);
-#pragma omp parallel
-	{
-		/* pin each OpenMP thread to one CPU, as our hogs are */
-		bench_pin(bench_nth_cpu((unsigned int)omp_get_thread_num()));
-	}
-	do {
-		uint64_t t0 = tool_now_ns();
-
-#pragma omp parallel
-		{
-#pragma omp barrier
-		}
-		printf("%llu\n", (unsigned long long)(tool_now_ns() - t0));
-		bench_gap();
-	} while (tool_now_ns() < end);
-	return 0;
-}
-#else
-static int omp_child(double budget_ms)
-{
-	(void)budget_ms;
-	printf("skip OpenMP (libgomp) not available at build\n");
-	return 0;
-}
-#endif
-
-#ifdef HAVE_DPDK
-#include <rte_eal.h>
-#include <rte_launch.h>
-#include <rte_lcore.h>
-
-static int lcore_nothing(void *arg)
-{
-	(void)arg;
-	return 0;
+	exe[n > 0 ? n : 0] = 0;
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = 0;
+	snprintf(buf, size, "%s/%s/cpuhog-bench-%s", exe, CPUHOG_HELPER_DIR,
+		 name);
+	return buf;
 }
 
-static int dpdk_child(bool mp, double budget_ms)
+/* Why the helper @name cannot run (a static string), or NULL. */
+const char *bench_helper_missing(const char *name)
 {
-	char lcores[32], prefix[48];
-	char *argv[] = { "cpuhog-bench", "-l", lcores, "--no-huge", "--no-pci",
-			 "-m", "64", "--no-shconf", "--file-prefix", prefix,
-			 "--no-telemetry", "--log-level", "1", NULL };
-	unsigned int worker;
-	uint64_t end;
+	static char why[8][PATH_MAX + 64];
+	static int next;
+	char path[PATH_MAX];
+	char *w;
 
-	snprintf(lcores, sizeof(lcores), "%u,%u", bench_place.here,
-		 bench_place.there);
-	snprintf(prefix, sizeof(prefix), "cpuhog-bench-%d", (int)getpid());
-	fflush(stdout);
-	if (rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv) < 0) {
-		printf("skip rte_eal_init failed\n");
-		return 0;
-	}
-	worker = rte_get_next_lcore(rte_get_main_lcore(), 1, 0);
-	end = tool_now_ns() + (uint64_t)(budget_ms * 1e6);
-	do {
-		uint64_t t0 = tool_now_ns();
-
-		if (mp) {
-			rte_eal_mp_remote_launch(lcore_nothing, NULL, SKIP_MAIN);
-			rte_eal_mp_wait_lcore();
-		} else {
-			rte_eal_remote_launch(lcore_nothing, NULL, worker);
-			rte_eal_wait_lcore(worker);
-		}
-		printf("%llu\n", (unsigned long long)(tool_now_ns() - t0));
-		bench_gap();
-	} while (tool_now_ns() < end);
-	rte_eal_cleanup();
-	return 0;
+	bench_helper(name, path, sizeof(path));
+	if (access(path, X_OK) == 0)
+		return NULL;
+	w = why[next++ % 8];
+	snprintf(w, sizeof(why[0]), "helper not installed (its library was "
+				    "not found at build): %s", path);
+	return w;
 }
-#else
-static int dpdk_child(bool mp, double budget_ms)
-{
-	(void)mp;
-	(void)budget_ms;
-	printf("skip libdpdk-dev not installed at build\n");
-	return 0;
-}
-#endif
 
 int bench_child(const char *tag, double budget_ms)
 {
+	(void)budget_ms;
 	bench_pin(bench_place.here);
 	if (!strcmp(tag, "rss"))
 		return bench_rss_child();
-	if (!strcmp(tag, "omp"))
-		return omp_child(budget_ms);
-	if (!strcmp(tag, "dpdk-remote"))
-		return dpdk_child(false, budget_ms);
-	if (!strcmp(tag, "dpdk-mp"))
-		return dpdk_child(true, budget_ms);
 	printf("skip unknown child %s\n", tag);
 	return 2;
 }

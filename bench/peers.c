@@ -6,8 +6,9 @@
  *  - a Boehm-GC-style stop-the-world: pthread_kill every thread of a set,
  *    each acknowledges and waits in its handler until restarted;
  *  - membarrier(2), PRIVATE_EXPEDITED and GLOBAL;
- *  - liburcu's synchronize_rcu (memb flavour), where it is installed.
- * OpenMP and DPDK take over threads of their own: children.c.
+ * and, through helper programs (bench/peer.h): liburcu's synchronize_rcu
+ * (memb flavour), OpenMP and DPDK, each where its package was found at
+ * build time.
  */
 #include "bench.h"
 
@@ -23,10 +24,6 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#ifdef HAVE_URCU
-#include <urcu/urcu-memb.h>
-#endif
 
 /* ---- a thread per call ---- */
 
@@ -271,28 +268,6 @@ static double membarrier_global(struct op *op)
 	return (double)(tool_now_ns() - t0);
 }
 
-#ifdef HAVE_URCU
-static const char *urcu_setup(struct op *op)
-{
-	static int registered;
-
-	(void)op;
-	if (!registered)
-		urcu_memb_register_thread();
-	registered = 1;
-	return NULL;
-}
-
-static double urcu_sync(struct op *op)
-{
-	uint64_t t0 = tool_now_ns();
-
-	(void)op;
-	urcu_memb_synchronize_rcu();
-	return (double)(tool_now_ns() - t0);
-}
-#endif
-
 size_t peer_ops(struct op *ops)
 {
 	size_t n = 0;
@@ -319,24 +294,26 @@ size_t peer_ops(struct op *ops)
 	ops[n++] = (struct op){ .name = "membarrier GLOBAL",
 				.setup = global_setup,
 				.run = membarrier_global };
-#ifdef HAVE_URCU
 	ops[n++] = (struct op){ .name = "liburcu synchronize_rcu (memb)",
-				.setup = urcu_setup,
-				.run = urcu_sync };
-#else
-	ops[n++] = (struct op){ .name = "liburcu synchronize_rcu (memb)",
-				.skip = "liburcu-dev not installed at build" };
-#endif
+				.helper = "urcu",
+				.child = "urcu" };
 	ops[n++] = (struct op){ .name = "OpenMP parallel region, passive",
+				.helper = "openmp",
 				.child = "omp",
 				.child_env = "OMP_WAIT_POLICY=passive" };
 	ops[n++] = (struct op){ .name = "OpenMP parallel region, default",
+				.helper = "openmp",
 				.child = "omp" };
 	ops[n++] = (struct op){ .name = "DPDK rte_eal_remote_launch+wait",
+				.helper = "dpdk",
 				.child = "dpdk-remote" };
 	ops[n++] = (struct op){ .name = "DPDK rte_eal_mp_remote_launch+wait",
+				.helper = "dpdk",
 				.child = "dpdk-mp" };
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		ops[i].kind = "peer";
+		if (ops[i].helper)
+			ops[i].skip = bench_helper_missing(ops[i].helper);
+	}
 	return n;
 }

@@ -1,20 +1,68 @@
 #!/bin/sh
-# make install PREFIX=DIR, then build programs against the installed
-# library with pkg-config and with CMake's find_package, and run them.
+# What a user meets after `make install PREFIX=DIR`, DIR outside the
+# system paths: the tool starts and benchmarks with no LD_LIBRARY_PATH,
+# needs only libcpuhog, and finds the peer helpers; programs build with
+# pkg-config and with CMake, shared and static, with <stdio.h> included
+# before <cpuhog.h>, in C and C++; a static one may define its own
+# now_ns(); the .pc file is right for a multiarch libdir; `make
+# uninstall` leaves nothing behind.
 # usage: install_test.sh BUILD_DIR SOURCE_DIR
 set -eu
-build=$1 src=$2
-tmp=$(mktemp -d /tmp/cpuhog-install.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT INT TERM
-cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
-for f in include/cpuhog.h lib/libcpuhog.so lib/libcpuhog.a \
-         lib/pkgconfig/cpuhog.pc lib/cmake/cpuhog/cpuhogConfig.cmake; do
-	[ -e "$tmp/prefix/$f" ] || { echo "not installed: $f"; exit 1; }
+build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
+# Under the build tree, not /tmp: a run killed at its timeout leaves
+# nothing outside it, and the next run clears what it left.
+rm -rf "$build"/install-test.*
+tmp=$(mktemp -d "$build/install-test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT INT TERM HUP
+fail() { echo "FAIL: $*"; exit 1; }
+unset LD_LIBRARY_PATH
+p=$tmp/prefix
+libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:[A-Z]*=//p' "$build/CMakeCache.txt")
+[ -n "$libdir" ] || libdir=lib
+cmake --install "$build" --prefix "$p" >/dev/null
+for f in include/cpuhog.h "$libdir/libcpuhog.so" "$libdir/libcpuhog.a" \
+	"$libdir/pkgconfig/cpuhog.pc" "$libdir/cmake/cpuhog/cpuhogConfig.cmake" \
+	bin/cpuhog share/man/man1/cpuhog.1 share/man/man3/stop_machine.3; do
+	[ -e "$p/$f" ] || fail "not installed: $f"
 done
-cat > "$tmp/each_cpu.c" <<'C'
-#include <cpuhog.h>
+
+# The tool: runs from the prefix alone, needs only libcpuhog and libc.
+"$p/bin/cpuhog" info >"$tmp/info.out" 2>&1 || fail "bin/cpuhog info: $(cat "$tmp/info.out")"
+needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' '; }
+for n in $(needed "$p/bin/cpuhog"); do
+	case $n in libcpuhog.so.*|libc.so.*|libm.so.*) ;;
+	*) fail "bin/cpuhog needs $n (all: $(needed "$p/bin/cpuhog"))" ;; esac
+done
+for n in $(needed "$p/$libdir/libcpuhog.so"); do
+	case $n in libc.so.*|libpthread.so.*|ld-linux*) ;;
+	*) fail "libcpuhog.so needs $n" ;; esac
+done
+echo "NEEDED bin/cpuhog: $(needed "$p/bin/cpuhog")"
+echo "NEEDED libcpuhog.so: $(needed "$p/$libdir/libcpuhog.so")"
+"$p/bin/cpuhog" bench --quick >"$tmp/bench.out" 2>&1 || fail "bench: $(tail -5 "$tmp/bench.out")"
+for h in openmp:OpenMP dpdk:DPDK urcu:liburcu; do
+	name=${h%%:*} row=${h#*:}
+	if [ -x "$build/libexec/cpuhog/cpuhog-bench-$name" ]; then
+		[ -x "$p/libexec/cpuhog/cpuhog-bench-$name" ] || fail "helper $name not installed"
+		grep "^$row" "$tmp/bench.out" | grep -q "skipped\|failed" &&
+			fail "installed bench skipped $row: $(grep "^$row" "$tmp/bench.out")"
+	else
+		grep "^$row" "$tmp/bench.out" | grep -q "skipped: helper not installed" ||
+			fail "no skip reason for $row"
+	fi
+done
+
+# Programs against the installed library (a run path, as a user's own
+# build outside the system paths would have).  stdio.h first, on purpose.
+cat >"$tmp/each_cpu.c" <<'C'
 #include <stdio.h>
+#include <cpuhog.h>
 static int where(void *arg) { (void)arg; return sched_getcpu(); }
+#ifdef OWN_NOW_NS
+/* a name the library uses inside: a static link must not clash */
+unsigned long now_ns(void);
+unsigned long now_ns(void) { return 42; }
+#endif
 int main(void)
 {
 	struct cpuhog_info in;
@@ -23,38 +71,77 @@ int main(void)
 	if (cpuhog_get_info(&in) != 0)
 		return 1;
 	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
-		if (CPU_ISSET(cpu, &in.cpus)) {
-			int r = hog_one_cpu((unsigned)cpu, where, NULL);
-			printf("hog_one_cpu(%d) ran on %d\n", cpu, r);
-			bad += r != cpu;
-		}
+		if (CPU_ISSET(cpu, &in.cpus))
+			bad += hog_one_cpu((unsigned)cpu, where, NULL) != cpu;
+#ifdef OWN_NOW_NS
+	bad += now_ns() != 42;
+#endif
+	printf("%s\n", bad ? "wrong CPU" : "ok");
 	return bad != 0;
 }
 C
-export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
-# shellcheck disable=SC2046
-cc -Wall -Werror -o "$tmp/each_cpu" "$tmp/each_cpu.c" $(pkg-config --cflags --libs cpuhog)
-LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/each_cpu"
+export PKG_CONFIG_PATH="$p/$libdir/pkgconfig"
+flags=$(pkg-config --cflags cpuhog)
+# shellcheck disable=SC2086
+cc -Wall -Wextra -Werror -o "$tmp/pc_shared" "$tmp/each_cpu.c" $flags \
+	$(pkg-config --libs cpuhog) -Wl,-rpath,"$p/$libdir"
+"$tmp/pc_shared" >/dev/null || fail "pkg-config, shared"
+# shellcheck disable=SC2086
+cc -Wall -Wextra -Werror -DOWN_NOW_NS -o "$tmp/pc_static" "$tmp/each_cpu.c" \
+	$flags -static $(pkg-config --static --libs cpuhog) 2>"$tmp/cc.err" ||
+	fail "pkg-config, static: $(cat "$tmp/cc.err")"
+"$tmp/pc_static" >/dev/null || fail "pkg-config, static run"
+cp "$tmp/each_cpu.c" "$tmp/each_cpu.cpp"
+# shellcheck disable=SC2086
+c++ -Wall -Werror -o "$tmp/pc_cxx" "$tmp/each_cpu.cpp" $flags \
+	$(pkg-config --libs cpuhog) -Wl,-rpath,"$p/$libdir" || fail "C++, stdio first"
+"$tmp/pc_cxx" >/dev/null || fail "C++ run"
+# Without the flag the header says what to do, in either order.
+printf '#include <stdio.h>\n#include <cpuhog.h>\nint main(void){return 0;}\n' >"$tmp/noflag.c"
+if cc -I"$p/include" -c -o "$tmp/noflag.o" "$tmp/noflag.c" 2>"$tmp/noflag.err"; then
+	fail "cpuhog.h compiled without _GNU_SOURCE"
+fi
+grep -q "compile with -D_GNU_SOURCE" "$tmp/noflag.err" || fail "no clear error: $(cat "$tmp/noflag.err")"
+
 mkdir "$tmp/cm"
 cp "$tmp/each_cpu.c" "$tmp/cm/"
-cat > "$tmp/cm/CMakeLists.txt" <<'CM'
+cat >"$tmp/cm/CMakeLists.txt" <<'CM'
 cmake_minimum_required(VERSION 3.20)
 project(use_cpuhog C)
 find_package(cpuhog REQUIRED)
-add_executable(each_cpu each_cpu.c)
-target_link_libraries(each_cpu PRIVATE cpuhog::cpuhog)
+add_executable(each_shared each_cpu.c)
+target_link_libraries(each_shared PRIVATE cpuhog::cpuhog)
+add_executable(each_static each_cpu.c)
+target_compile_definitions(each_static PRIVATE OWN_NOW_NS)
+target_link_libraries(each_static PRIVATE cpuhog::cpuhog_static)
 CM
-cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
-cmake --build "$tmp/cm/build" >/dev/null
-"$tmp/cm/build/each_cpu" >/dev/null
-for m in man1/cpuhog.1 man3/cpuhog.3 man3/hog_one_cpu.3 man3/stop_machine.3; do
-	[ -e "$tmp/prefix/share/man/$m" ] || { echo "not installed: man/$m"; exit 1; }
-done
+cmake -S "$tmp/cm" -B "$tmp/cm/build" -DCMAKE_PREFIX_PATH="$p" >/dev/null
+cmake --build "$tmp/cm/build" >/dev/null 2>"$tmp/cm.err" || fail "CMake build: $(cat "$tmp/cm.err")"
+"$tmp/cm/build/each_shared" >/dev/null || fail "CMake, shared"
+"$tmp/cm/build/each_static" >/dev/null || fail "CMake, static"
+
 if command -v man >/dev/null; then
-	MANWIDTH=80 man -l "$tmp/prefix/share/man/man3/cpuhog.3" 2>/dev/null | grep -q "stop_machine" ||
-		{ echo "man -l cannot render cpuhog(3)"; exit 1; }
-	MANPATH="$tmp/prefix/share/man" man 3 hog_one_cpu 2>/dev/null | grep -q "hog_one_cpu" ||
-		{ echo "man 3 hog_one_cpu does not find the page"; exit 1; }
+	MANPATH="$p/share/man" man 3 hog_one_cpu 2>/dev/null | grep -q "hog_one_cpu" ||
+		fail "man 3 hog_one_cpu does not find the page"
 fi
-[ -x "$tmp/prefix/bin/cpuhog" ] || { echo "not installed: bin/cpuhog"; exit 1; }
-echo "install OK: pkg-config and find_package(cpuhog)"
+
+# A multiarch libdir, as PREFIX=/usr gives on Debian: the .pc file finds
+# its prefix three folders up.
+cmake -S "$src" -B "$tmp/ma" -DCMAKE_INSTALL_LIBDIR=lib/x86_64-linux-gnu \
+	-DCPUHOG_TESTS=OFF >/dev/null
+mkdir -p "$tmp/usr/lib/x86_64-linux-gnu/pkgconfig"
+cp "$tmp/ma/cpuhog.pc" "$tmp/usr/lib/x86_64-linux-gnu/pkgconfig/"
+mkdir -p "$tmp/usr/include"
+got=""
+for w in $(PKG_CONFIG_PATH="$tmp/usr/lib/x86_64-linux-gnu/pkgconfig" pkg-config --cflags --libs cpuhog); do
+	case $w in -I*|-L*) w=$(printf '%s' "$w" | cut -c1-2)$(realpath "${w#-?}") ;; esac
+	got="$got${got:+ }$w"
+done
+want="-I$tmp/usr/include -D_GNU_SOURCE -L$tmp/usr/lib/x86_64-linux-gnu -lcpuhog"
+[ "$got" = "$want" ] || fail "multiarch .pc: '$got', want '$want'"
+
+# make uninstall takes out every file the install wrote.
+cmake --build "$build" --target uninstall >/dev/null
+left=$(find "$p" -type f | head -5)
+[ -z "$left" ] || fail "left after uninstall: $left"
+echo "install OK: tool, helpers, pkg-config and CMake (shared and static), multiarch .pc, uninstall"
