@@ -4,7 +4,7 @@
 set -u
 need=""
 for p in cmake make gcc pkg-config libcmocka-dev clang libclang-rt-14-dev \
-         util-linux liburcu-dev rt-tests libdpdk-dev man-db; do
+         util-linux liburcu-dev rt-tests libdpdk-dev man-db mandoc; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
 		need="$need $p"
 done
