@@ -94,6 +94,17 @@ static double pct(struct op *op, double p)
 
 /* ---- running ---- */
 
+/*
+ * CPUHOG_BENCH_FAIL=NAME makes operation NAME fail (-ETIMEDOUT) after a
+ * few samples: the test of how a failed row is reported.
+ */
+static bool injected_failure(const struct op *op, unsigned int k)
+{
+	const char *name = getenv("CPUHOG_BENCH_FAIL");
+
+	return name && k == 3 && !strcmp(name, op->name);
+}
+
 static void run_batch(struct op *op, double budget_ms, bool record)
 {
 	uint64_t end = tool_now_ns() + (uint64_t)(budget_ms * 1e6);
@@ -105,14 +116,15 @@ static void run_batch(struct op *op, double budget_ms, bool record)
 		return;
 	}
 	do {
-		double ns = op->run(op);
+		double ns = injected_failure(op, k) ? -ETIMEDOUT : op->run(op);
 
 		if (ns < 0) {
-			/* what failed, and why: -errno where the op says */
-			snprintf(op->why, sizeof(op->why), "a call failed%s%s",
-				 ns <= -1 && ns > -4096 ? ": " : "",
-				 ns <= -1 && ns > -4096 ? strerror((int)-ns) : "");
+			/* what failed, and why (every op returns -errno); its
+			 * samples go: a failed row feeds no figure */
+			snprintf(op->why, sizeof(op->why), "a call failed: %s",
+				 strerror((int)-ns));
 			op->error = op->why;
+			op->n = 0;
 			break;
 		}
 		if (record && k >= 2) /* the first two of a batch: warm-up */
@@ -198,9 +210,14 @@ static void run_rounds(struct op *ops, size_t n, const struct bench_opts *o)
 	size_t order[MAXOPS], j, t;
 	unsigned int seed = 1;
 
+	bool progress = isatty(2) && !o->json;
+
 	for (i = 0; i < n; i++)
 		order[i] = i;
 	for (r = 0; r <= o->rounds; r++) { /* round 0 warms up */
+		if (progress)
+			fprintf(stderr, "\rcpuhog bench: round %u of %u ", r,
+				o->rounds);
 		/* A new order each round: the cpuidle governor (haltpoll
 		 * adapts its polling to recent wake-ups) and the caches
 		 * then favour no operation over another. */
@@ -219,6 +236,8 @@ static void run_rounds(struct op *ops, size_t n, const struct bench_opts *o)
 				run_batch(op, r ? o->budget_ms : 2, r > 0);
 		}
 	}
+	if (progress)
+		fprintf(stderr, "\r%40s\r", "");
 	for (i = 0; i < n; i++)
 		if (ops[i].n)
 			qsort(ops[i].ns, ops[i].n, sizeof(double), cmp_double);
@@ -426,7 +445,9 @@ static struct op *find(struct op *ops, size_t n, const char *name)
 
 	for (i = 0; i < n; i++)
 		if (!strcmp(ops[i].name, name))
-			return ops[i].n ? &ops[i] : NULL;
+			return ops[i].n && !ops[i].error && !ops[i].skip
+				       ? &ops[i]
+				       : NULL;
 	return NULL;
 }
 
@@ -435,6 +456,35 @@ static double ratio_of(struct op *ops, size_t n, const struct target *t)
 	struct op *a = find(ops, n, t->a), *b = find(ops, n, t->b);
 
 	return a && b ? pct(a, 0.5) / pct(b, 0.5) : NAN;
+}
+
+/* Why a target has no figure: the first of its sides that failed or was
+ * skipped. */
+static const char *unmeasured(struct op *ops, size_t n, const struct target *t)
+{
+	static char why[160];
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(ops[i].name, t->a) || !strcmp(ops[i].name, t->b)) {
+			if (!ops[i].error && !ops[i].skip && ops[i].n)
+				continue;
+			snprintf(why, sizeof(why), "%s %s", ops[i].name,
+				 ops[i].skip ? "was skipped" : "failed");
+			return why;
+		}
+	return "a side was not measured";
+}
+
+/* Whether a row of ours failed: the run then exits non-zero. */
+static bool ours_failed(const struct op *ops, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (ops[i].error && !strcmp(ops[i].kind, "ours"))
+			return true;
+	return false;
 }
 
 /* ---- output ---- */
@@ -472,8 +522,12 @@ static void print_table(struct op *ops, size_t n, const struct machine *m,
 		       pct(op, 0.99) / 1e3);
 		if (sleep)
 			printf(" %9.2f", pct(op, 0.5) / pct(sleep, 0.5));
+		else
+			printf(" %9s", "-");
 		if (spin)
 			printf(" %9.1f", pct(op, 0.5) / pct(spin, 0.5));
+		else
+			printf(" %9s", "-");
 		printf("\n");
 	}
 	printf("\ntargets (ratios of medians, this run):\n");
@@ -482,7 +536,8 @@ static void print_table(struct op *ops, size_t n, const struct machine *m,
 		double r = ratio_of(ops, n, t);
 
 		if (isnan(r))
-			printf("  %-64s n/a (a side was not measured)\n", t->what);
+			printf("  %-64s not measured (%s)\n", t->what,
+			       unmeasured(ops, n, t));
 		else
 			printf("  %-64s %8.2fx  %s\n", t->what, r,
 			       (t->at_most ? r <= t->limit : r >= t->limit)
@@ -555,8 +610,11 @@ static void print_json(struct op *ops, size_t n, const struct machine *m,
 		json_str("denominator", t->b, true);
 		printf("\"limit\": %.2f, \"at_most\": %s, ", t->limit,
 		       t->at_most ? "true" : "false");
-		if (isnan(r))
-			printf("\"ratio\": null, \"met\": null},\n");
+		if (isnan(r)) {
+			printf("\"ratio\": null, \"met\": null, ");
+			json_str("not_measured", unmeasured(ops, n, t), false);
+			printf("},\n");
+		}
 		else
 			printf("\"ratio\": %.3f, \"met\": %s},\n", r,
 			       (t->at_most ? r <= t->limit : r >= t->limit)
@@ -596,14 +654,16 @@ static int place(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: cpuhog bench [--quick] [--json] [--rounds N]\n"
+	fprintf(f, "usage: cpuhog bench [-q] [-j] [-r N] [-g GAP]\n"
 		   "  every call of libcpuhog against the limits and the "
 		   "peers, in one run\n"
-		   "  --quick     a short run (under 20 s)\n"
-		   "  --json      every figure as JSON instead of the table\n"
-		   "  --rounds N  rounds of batches (default 12, quick 4)\n"
-		   "  --gap US    pause between samples, so that each call finds\n"
-		   "              the other CPUs idle (default 100; 0: back to back)\n");
+		   "  -q, --quick     a short run (under 20 s)\n"
+		   "  -j, --json      every figure as JSON instead of the table\n"
+		   "  -r, --rounds N  rounds of batches (default 12, quick 4)\n"
+		   "  -g, --gap GAP   pause between samples, so that each call\n"
+		   "                  finds the other CPUs idle (default 100us;\n"
+		   "                  0: back to back)\n"
+		   "  -h, --help      this text\n");
 }
 
 int cmd_bench(int argc, char **argv)
@@ -629,7 +689,7 @@ int cmd_bench(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "qjr:g:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'q': o.quick = true; break;
 		case 'j': o.json = true; break;
@@ -643,9 +703,14 @@ int cmd_bench(int argc, char **argv)
 		case 'c': child = optarg; break;
 		case 'b': o.budget_ms = atof(optarg); break;
 		case 'g':
-			bench_gap_ns = strtoull(optarg, &end, 10) * 1000;
-			if (*end || bench_gap_ns > 100000000ull) {
-				fprintf(stderr, "cpuhog bench: --gap takes 0 to 100000 (us)\n");
+			/* a duration like every other; the helpers get us */
+			if (strcmp(optarg, "0") &&
+			    tool_duration("bench", "--gap", optarg, &bench_gap_ns))
+				return EXIT_USAGE;
+			if (!strcmp(optarg, "0"))
+				bench_gap_ns = 0;
+			if (bench_gap_ns > 100000000ull) {
+				fprintf(stderr, "cpuhog bench: --gap takes 0 to 100ms\n");
 				return EXIT_USAGE;
 			}
 			break;
@@ -671,8 +736,12 @@ int cmd_bench(int argc, char **argv)
 	n += ours_ops(ops + n);
 	n += limit_ops(ops + n);
 	n += peer_ops(ops + n);
-	if (!o.json)
+	if (!o.json) {
+		tool_say_priority("bench", "our rows are those of ordinary "
+					   "threads, and the stop rows are "
+					   "skipped");
 		fprintf(stderr, "cpuhog bench: measuring %zu operations...\n", n);
+	}
 	run_rounds(ops, n, &o);
 	cpuhog_get_info(&in);
 	describe(&m, &in);
@@ -682,5 +751,10 @@ int cmd_bench(int argc, char **argv)
 	else
 		print_table(ops, n, &m, &id, &o);
 	cpuhog_shutdown();
+	if (ours_failed(ops, n)) {
+		fprintf(stderr, "cpuhog bench: a call of the library failed "
+				"(see the failed rows)\n");
+		return EXIT_RUNTIME;
+	}
 	return EXIT_OK;
 }

@@ -8,6 +8,8 @@
  */
 #include "bench.h"
 
+#include <errno.h>
+
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -100,7 +102,7 @@ static double round_trip(struct op *op)
 	while (atomic_load_explicit(&p->rep, memory_order_acquire) != r) {
 		relax();
 		if (tool_now_ns() > deadline)
-			return -1;
+			return -ETIMEDOUT; /* the partner never answered */
 	}
 	return (double)(tool_now_ns() - t0);
 }

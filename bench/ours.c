@@ -77,12 +77,34 @@ static const char *need_two(struct op *op)
 	return bench_place.here == bench_place.there ? "needs two CPUs" : NULL;
 }
 
+/* stop_machine() refuses (-EPERM) without real-time hogs: not a failure
+ * of the call, a fact of the machine. */
+static const char *need_rt(struct op *op)
+{
+	struct cpuhog_info in;
+
+	(void)op;
+	if (cpuhog_get_info(&in) < 0 || in.policy != SCHED_FIFO)
+		return "the hogs have no real-time priority (stop_machine "
+		       "needs it)";
+	return NULL;
+}
+
+static const char *stop_busy_setup(struct op *op)
+{
+	const char *why = need_rt(op);
+
+	return why ? why : busy_setup(op);
+}
+
 /* The no-spin variants run on a library initialised without the spin. */
 static const char *nospin_setup(struct op *op)
 {
 	struct cpuhog_attr a;
 	const char *why = need_two(op);
 
+	if (!why && op->run == stop_all)
+		why = need_rt(op);
 	if (why)
 		return why;
 	cpuhog_shutdown();
@@ -107,9 +129,10 @@ size_t ours_ops(struct op *ops)
 		{ .name = "hog_one_cpu_nowait + hog_work_wait",
 		  .setup = need_two, .run = nowait_remote },
 		{ .name = "hog_cpus, all CPUs", .run = cpus_all },
-		{ .name = "stop_machine, all CPUs", .run = stop_all },
+		{ .name = "stop_machine, all CPUs", .setup = need_rt,
+		  .run = stop_all },
 		{ .name = "stop_machine, all CPUs, remote busy",
-		  .setup = busy_setup, .run = stop_all,
+		  .setup = stop_busy_setup, .run = stop_all,
 		  .teardown = busy_teardown },
 		{ .name = "hog_synchronize", .run = synchronize },
 		{ .name = "hog_synchronize, remote CPU busy",

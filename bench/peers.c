@@ -72,7 +72,7 @@ static double thread_per_call_one(struct op *op)
 
 	(void)op;
 	if (create_pinned(&th, bench_place.there, percall_one, NULL))
-		return -1;
+		return -EAGAIN;
 	pthread_join(th, NULL);
 	return (double)(tool_now_ns() - t0);
 }
@@ -107,7 +107,7 @@ static double thread_per_call_stop(struct op *op)
 		p[n] = (struct percall){ cpu, &go, &arrived,
 					 (int)bench_place.ncpus };
 		if (create_pinned(&th[n], cpu, percall_stop, &p[n]))
-			return -1;
+			return -EAGAIN;
 		n++;
 	}
 	atomic_store(&go, 1);
@@ -244,7 +244,7 @@ static double membarrier_private(struct op *op)
 	(void)op;
 	if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) <
 	    0)
-		return -1;
+		return -errno;
 	return (double)(tool_now_ns() - t0);
 }
 
@@ -264,7 +264,7 @@ static double membarrier_global(struct op *op)
 
 	(void)op;
 	if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) < 0)
-		return -1;
+		return -errno;
 	return (double)(tool_now_ns() - t0);
 }
 

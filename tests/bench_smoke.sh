@@ -22,4 +22,20 @@ for bad in "--rounds 0" "--bogus" "--gap -3" "extra"; do
 	"$1" bench $bad >/dev/null 2>&1 || rc=$?
 	[ "$rc" = 2 ] || { echo "bench $bad: exit $rc, not 2"; exit 1; }
 done
+# A failed row of ours: its cause, no figure from it, its targets not
+# measured, and a non-zero exit.
+rc=0
+out=$(CPUHOG_BENCH_FAIL="hog_one_cpu, other CPU" "$1" bench --quick --rounds 1 2>&1) || rc=$?
+[ "$rc" = 1 ] || { echo "a failed row of ours: exit $rc, not 1"; exit 1; }
+echo "$out" | grep -q "^hog_one_cpu, other CPU  *failed: a call failed: Connection timed out" ||
+	{ echo "no failed row with its cause in: $out"; exit 1; }
+echo "$out" | grep -q "hog_one_cpu within 1.3x of the sleeping limit  *not measured (hog_one_cpu, other CPU failed)" ||
+	{ echo "a target fed by a failed row: $out"; exit 1; }
+# Without real-time priority the stop rows are skipped, with the reason.
+if [ -x "$(dirname "$0")/nort.sh" ]; then
+	out=$(sh "$(dirname "$0")/nort.sh" "$1" bench --quick --rounds 1 2>&1) ||
+		{ echo "bench without RT failed: $out"; exit 1; }
+	echo "$out" | grep -q "^stop_machine, all CPUs  *skipped: the hogs have no real-time priority" ||
+		{ echo "no skip reason for stop_machine without RT: $out"; exit 1; }
+fi
 echo "bench smoke OK"

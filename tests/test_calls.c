@@ -310,7 +310,7 @@ static void try_cpus_busy(void **state)
 
 	(void)state;
 	if (t_nth_cpu(0) == cpu)
-		skip();
+		t_skip("needs two hogged CPUs");
 	t_pin(t_nth_cpu(0)); /* off the CPU that is held */
 	t_hog_cpus(&set);
 	atomic_store(&inside, 0);

@@ -62,7 +62,7 @@ static void same_cpu_top_priority_caller(void **state)
 
 	(void)state;
 	if (!t_can_rt())
-		skip();
+		t_skip("needs SCHED_FIFO (root or RLIMIT_RTPRIO)");
 	for (i = 0; i < n; i++) {
 		unsigned int cpu = t_nth_cpu(i);
 		pthread_t th;
@@ -289,7 +289,7 @@ static void cpu_leaves_cpuset_and_returns(void **state)
 	sched_getaffinity(0, sizeof(mine), &mine);
 	if (getuid() != 0 || stat(root, &st) != 0 || !CPU_ISSET(0, &mine) ||
 	    !CPU_ISSET(1, &mine))
-		skip(); /* needs root, cgroup v1 cpuset, CPUs 0 and 1 */
+		t_skip("needs root, cgroup v1 cpuset, CPUs 0 and 1");
 	snprintf(cg, sizeof(cg), "%s/cpuhog-test-%d", root, getpid());
 	assert_int_equal(mkdir(cg, 0755), 0);
 	snprintf(mems, sizeof(mems), "%s/cpuset.mems", root);

@@ -70,7 +70,7 @@ static void attr_cpus(void **state)
 	(void)state;
 	cpuhog_shutdown();
 	if (cpu == other)
-		skip(); /* one CPU only */
+		t_skip("one CPU only");
 	CPU_ZERO(&one);
 	CPU_SET(cpu, &one);
 	cpuhog_attr_init(&a);
@@ -127,7 +127,7 @@ static void attr_priority(void **state)
 
 	(void)state;
 	if (!t_can_rt())
-		skip();
+		t_skip("needs SCHED_FIFO (root or RLIMIT_RTPRIO)");
 	cpuhog_shutdown();
 	cpuhog_attr_init(&a);
 	a.priority = 42;
@@ -237,7 +237,7 @@ static void fork_child_usable(void **state)
 
 	(void)state;
 	if (T_TSAN)
-		skip(); /* TSan: no threads in a child of a threaded process */
+		t_skip("TSan: no threads in a child of a threaded process");
 	assert_int_equal(hog_one_cpu(t_nth_cpu(0), where, NULL),
 			 (int)t_nth_cpu(0));
 	for (i = 0; i < 3; i++) {

@@ -248,7 +248,7 @@ static void hotplug_storm(void **state)
 	(void)state;
 	cpu = t_nth_cpu(t_hog_cpus(&(cpu_set_t){ 0 }) - 1);
 	if (!t_can_hotplug(cpu))
-		skip(); /* root, a CPU that can go offline; no fork under TSan */
+		t_skip("root, a CPU that can go offline; no fork under TSan");
 	t_guard_victim(cpu);
 	workers_start();
 	for (k = 0; k < cycles; k++) {
@@ -354,7 +354,7 @@ static void cpuset_storm(void **state)
 
 	(void)state;
 	if (T_TSAN || t_nth_cpu(0) != 0 || t_nth_cpu(1) != 1)
-		skip(); /* needs CPUs 0 and 1; TSan: no threads after fork */
+		t_skip("needs CPUs 0 and 1; TSan: no threads after fork");
 	v1 = getuid() == 0 && stat(root, &st) == 0;
 	if (v1) {
 		snprintf(cg, sizeof(cg), "%s/cpuhog-rel-%d", root, getpid());
@@ -456,9 +456,9 @@ static void fork_during_storm(void **state)
 
 	(void)state;
 	if (T_TSAN || T_ASAN)
-		skip(); /* TSan: no threads in a child of a threaded process;
-			 * ASan (GCC 12): its allocator lock is not taken
-			 * around fork, so a child can deadlock in malloc */
+		t_skip("TSan: no threads in a child of a threaded process; "
+		       "ASan (GCC 12): its allocator lock is not taken around "
+		       "fork, so a child can deadlock in malloc");
 	workers_start();
 	for (i = 0; i < 20; i++) {
 		status = t_in_child(child_calls, NULL);
@@ -488,7 +488,7 @@ static void held_cpu_waits_others_proceed(void **state)
 
 	(void)state;
 	if (held == mine || !t_can_rt())
-		skip();
+		t_skip("needs two hogged CPUs and SCHED_FIFO");
 	t_pin(mine);
 	pid = fork();
 	if (pid == 0) {

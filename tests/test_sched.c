@@ -68,7 +68,7 @@ static void synchronize_switches_spinner(void **state)
 
 	(void)state;
 	if (mine == other)
-		skip();
+		t_skip("needs two hogged CPUs");
 	t_pin(mine);
 	spinner_start(&s, (int)other);
 	for (i = 0; i < 10; i++) {

@@ -39,7 +39,9 @@ for args in "--cpus 99999 --for 5ms" "--cpus 3-1 --for 5ms" \
 	"--cpus 0 --for -5ms" "--cpus 0 --for 10parsecs" "--cpus 0 --for 5" \
 	"--cpus 0 --for 600ms" "--cpus all --for 60ms --every 100ms" \
 	"--cpus 0" "--for 5ms" "--cpus 0, --for 5ms" "--cpus x --for 5ms" \
-	"--cpus 0 --for 5ms --count 0" "--cpus 0 --for 50ms --every 10ms"; do
+	"--cpus 0 --for 5ms --count 0" "--cpus 0 --for 50ms --every 10ms" \
+	"--cpus all --for 20ms --count 4" "--cpus 0 --for 500ms --count 100" \
+	"--cpus 0 --for 20ms --every 30ms --count 3" "-c 0-1:0 -D 5ms"; do
 	# shellcheck disable=SC2086
 	out=$("$B" stall $args 2>&1)
 	rc=$?
@@ -50,6 +52,41 @@ for args in "--cpus 99999 --for 5ms" "--cpus 3-1 --for 5ms" \
 		ok
 	fi
 done
+
+# the safety rule names what it refuses; what it allows still runs
+expect 2 "back to back" stall --cpus all --for 20ms --count 4
+expect 2 "more than half the time" stall -c 0 -D 20ms -i 30ms -l 3
+expect 0 "stall 2:" stall -c 0 -D 5ms -i 20ms -l 2
+# short options as oslat and cyclictest users type them; which is missing
+expect 0 "usage: cpuhog stall" stall -h
+expect 0 "usage: cpuhog noise" noise -h
+expect 0 "usage: cpuhog tour" tour --help
+expect 2 "cpuhog tour: unexpected argument" tour extra
+expect 2 "needs --for" stall -c 0
+expect 2 "needs --cpus" stall -D 5ms
+expect 2 "^cpuhog info: unrecognized option" info --bogus
+expect 0 "stall 1: CPUs 0 held" stall -c 0-1:2 -D 2ms
+expect 0 "hogs at SCHED_FIFO" stall -c 0 -D 2ms
+expect 2 "needs a unit" bench --gap 50
+expect 2 "bad duration" bench --gap 5parsecs
+# without real time every subcommand says so, and the figures say which
+# policy measured them
+N=$(dirname "$0")/nort.sh
+if [ -x "$N" ] || [ -f "$N" ]; then
+	B0=$B; B="sh $N $B0"
+	expect 0 "not real time" noise -c 1 -D 50ms
+	expect 0 "in a hog at SCHED_OTHER" noise -c 1 -D 50ms
+	expect 0 '"policy": "SCHED_OTHER' noise -c 1 -D 50ms -j
+	expect 0 "hogs at SCHED_OTHER.*it stalls nothing" stall -c 1 -D 2ms
+	expect 1 "stop_machine cannot hold every CPU" stall -c all -D 2ms
+	B=$B0
+fi
+# noise: the histogram starts at the threshold; bars on a terminal
+expect 0 "\[ *100 ns," noise -c 1 -D 50ms -T 100ns
+if command -v script >/dev/null; then
+	script -qec "$B noise -c 1 -D 50ms" /dev/null | grep -q '#' && ok ||
+		bad "no histogram bars on a terminal"
+fi
 
 # Ctrl-C ends a periodic stall cleanly between stalls
 "$B" stall --cpus 0 --for 1ms --every 50ms >/tmp/cpuhog-stall.$$ 2>&1 &
@@ -76,8 +113,13 @@ if command -v taskset >/dev/null; then
 	B=$B0
 fi
 if command -v python3 >/dev/null; then
-	"$B" noise --cpus all --duration 120ms --json | python3 -m json.tool >/dev/null &&
-		ok || bad "noise --json does not parse"
+	"$B" noise --cpus all --duration 120ms --json --threshold 100ns | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for c in d["cpus"]:
+    for b in c["histogram"]:
+        assert b is not None and b["from_ns"] >= d["threshold_ns"], b
+' && ok || bad "noise --json: nulls, or buckets below the threshold"
 	"$B" info --json | python3 -m json.tool >/dev/null && ok || bad "info --json does not parse"
 fi
 

@@ -2,6 +2,7 @@
 /* What the subcommands share: CPU lists checked against the hogs, JSON. */
 #include "tool.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -53,6 +54,38 @@ int tool_duration(const char *cmd, const char *opt, const char *s,
 		return -1;
 	}
 	return 0;
+}
+
+const char *tool_policy(char *buf, size_t size)
+{
+	struct cpuhog_info in;
+
+	if (cpuhog_get_info(&in) < 0)
+		snprintf(buf, size, "no hogs");
+	else if (in.policy == SCHED_FIFO || in.policy == SCHED_RR)
+		snprintf(buf, size, "%s %d",
+			 in.policy == SCHED_FIFO ? "SCHED_FIFO" : "SCHED_RR",
+			 in.priority);
+	else
+		snprintf(buf, size, "SCHED_OTHER nice %d", in.nice);
+	return buf;
+}
+
+bool tool_say_priority(const char *cmd, const char *without_rt)
+{
+	struct cpuhog_info in;
+	char pol[64];
+
+	if (cpuhog_get_info(&in) < 0)
+		return false;
+	tool_policy(pol, sizeof(pol));
+	if (in.policy == SCHED_FIFO || in.policy == SCHED_RR) {
+		fprintf(stderr, "cpuhog %s: hogs at %s\n", cmd, pol);
+		return true;
+	}
+	fprintf(stderr, "cpuhog %s: hogs at %s, not real time (%s): %s\n", cmd,
+		pol, strerror(in.rt_errno ? in.rt_errno : EPERM), without_rt);
+	return false;
 }
 
 void json_string(FILE *f, const char *s)

@@ -45,8 +45,15 @@ int main(int argc, char **argv)
 		return EXIT_OK;
 	}
 	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
-		if (!strcmp(argv[1], cmds[i].name))
+		if (!strcmp(argv[1], cmds[i].name)) {
+			/* getopt's own messages then start "cpuhog stall:",
+			 * as ours do */
+			char name[32];
+
+			snprintf(name, sizeof(name), "cpuhog %s", cmds[i].name);
+			argv[1] = name;
 			return cmds[i].run(argc - 1, argv + 1);
+		}
 	fprintf(stderr, "cpuhog: unknown command '%s' (try --help)\n", argv[1]);
 	return EXIT_USAGE;
 }

@@ -168,15 +168,15 @@ int cmd_info(int argc, char **argv)
 	int json = 0, c, r;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jh", lo, NULL)) != -1) {
 		if (c == 'j') {
 			json = 1;
 		} else if (c == 'h') {
-			printf("usage: cpuhog info [--json]\n"
+			printf("usage: cpuhog info [-j|--json]\n"
 			       "  what libcpuhog gets on this machine\n");
 			return EXIT_OK;
 		} else {
-			fprintf(stderr, "usage: cpuhog info [--json]\n");
+			fprintf(stderr, "usage: cpuhog info [-j|--json]\n");
 			return EXIT_USAGE;
 		}
 	}

@@ -14,6 +14,7 @@
 
 #include <getopt.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -30,6 +31,7 @@ struct cpu_noise {
 
 struct noise_run {
 	uint64_t slice, threshold;
+	char policy[64]; /* of the hogs that measured */
 	struct cpu_noise cpu[CPU_SETSIZE]; /* each written by its own hog */
 };
 
@@ -66,24 +68,44 @@ static int sample(void *arg)
 	return 0;
 }
 
-static void show_hist(const struct cpu_noise *c)
+/* Bucket @b holds gaps in [2^b, 2^(b+1)), and only those above the
+ * threshold: its first bucket starts there. */
+static uint64_t bucket_from(const struct noise_run *run, unsigned int b)
+{
+	return (1ull << b) > run->threshold ? 1ull << b : run->threshold;
+}
+
+/* The histogram, one line a bucket; on a terminal with a bar of up to
+ * 40 '#' (the fullest bucket), the way latency histograms are read. */
+static void show_hist(const struct noise_run *run, const struct cpu_noise *c,
+		      bool bars)
 {
 	char lo[32], hi[32];
+	uint64_t most = 0;
 	unsigned int b;
+	int w;
 
+	for (b = 0; b < NBUCKETS; b++)
+		most = c->hist[b] > most ? c->hist[b] : most;
 	for (b = 0; b < NBUCKETS; b++) {
 		if (!c->hist[b])
 			continue;
-		format_duration(1ull << b, lo, sizeof(lo));
+		format_duration(bucket_from(run, b), lo, sizeof(lo));
 		format_duration(2ull << b, hi, sizeof(hi));
-		printf("    [%s, %s): %llu\n", lo, hi,
+		printf("    [%9s, %9s) %10llu", lo, hi,
 		       (unsigned long long)c->hist[b]);
+		w = (int)((c->hist[b] * 40 + most - 1) / most);
+		if (bars)
+			printf("  %.*s", w,
+			       "########################################");
+		printf("\n");
 	}
 }
 
 static void print_text(const struct noise_run *run, const cpu_set_t *set)
 {
 	char noise[32], max[32], th[32];
+	bool bars = isatty(1);
 	int cpu;
 
 	format_duration(run->threshold, th, sizeof(th));
@@ -102,21 +124,23 @@ static void print_text(const struct noise_run *run, const cpu_set_t *set)
 					     (double)c->measured
 				   : 0.0,
 		       max, (unsigned long long)c->gaps);
-		show_hist(c);
+		show_hist(run, c, bars);
 	}
-	printf("(gaps above %s between two clock reads in a SCHED_FIFO hog)\n",
-	       th);
+	printf("(gaps above %s between two clock reads in a hog at %s)\n", th,
+	       run->policy);
 }
 
 static void print_json(const struct noise_run *run, const cpu_set_t *set,
 		       uint64_t duration)
 {
-	int cpu, first = 1;
+	int cpu, first = 1, sep;
 	unsigned int b;
 
-	printf("{\"duration_ns\": %llu, \"threshold_ns\": %llu, \"cpus\": [",
+	printf("{\"duration_ns\": %llu, \"threshold_ns\": %llu, \"policy\": ",
 	       (unsigned long long)duration,
 	       (unsigned long long)run->threshold);
+	json_string(stdout, run->policy);
+	printf(", \"cpus\": [");
 	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
 		const struct cpu_noise *c = &run->cpu[cpu];
 
@@ -132,13 +156,16 @@ static void print_json(const struct noise_run *run, const cpu_set_t *set,
 				   : 0.0,
 		       (unsigned long long)c->max, (unsigned long long)c->gaps);
 		first = 0;
-		for (b = 0; b < NBUCKETS; b++)
-			if (c->hist[b])
-				printf("{\"from_ns\": %llu, \"count\": %llu}%s",
-				       1ull << b,
-				       (unsigned long long)c->hist[b],
-				       ", ");
-		printf("null]}");
+		for (b = 0, sep = 0; b < NBUCKETS; b++)
+			if (c->hist[b]) {
+				printf("%s{\"from_ns\": %llu, \"to_ns\": %llu, "
+				       "\"count\": %llu}",
+				       sep++ ? ", " : "",
+				       (unsigned long long)bucket_from(run, b),
+				       2ull << b,
+				       (unsigned long long)c->hist[b]);
+			}
+		printf("]}");
 	}
 	printf("\n]}\n");
 }
@@ -146,16 +173,21 @@ static void print_json(const struct noise_run *run, const cpu_set_t *set,
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: cpuhog noise --cpus LIST --duration D [--threshold T] [--json]\n"
-		"  OS noise on each CPU, from inside a hog (gaps above T, default 1us)\n");
+		"usage: cpuhog noise -c LIST -D DURATION [-T THRESHOLD] [-j]\n"
+		"  OS noise on each CPU, from inside a hog\n"
+		"  -c, --cpus LIST        CPUs as for taskset -c, or 'all'\n"
+		"  -D, --duration D       how long to measure (e.g. 10s)\n"
+		"  -T, --threshold T      count gaps above T (default 1us)\n"
+		"  -j, --json             the figures as JSON\n"
+		"  -h, --help             this text\n");
 }
 
 int cmd_noise(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "cpus", required_argument, 0, 'c' },
-		{ "duration", required_argument, 0, 'd' },
-		{ "threshold", required_argument, 0, 't' },
+		{ "duration", required_argument, 0, 'D' },
+		{ "threshold", required_argument, 0, 'T' },
 		{ "json", no_argument, 0, 'j' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
@@ -169,14 +201,14 @@ int cmd_noise(int argc, char **argv)
 
 	run.threshold = 1000;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:D:T:jh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c': cpus = optarg; break;
-		case 'd':
+		case 'D':
 			if (tool_duration("noise", "--duration", optarg, &duration))
 				return EXIT_USAGE;
 			break;
-		case 't':
+		case 'T':
 			if (tool_duration("noise", "--threshold", optarg,
 					  &run.threshold))
 				return EXIT_USAGE;
@@ -191,8 +223,10 @@ int cmd_noise(int argc, char **argv)
 			fprintf(stderr, "cpuhog noise: unexpected argument '%s'\n",
 				argv[optind]);
 		else
-			fprintf(stderr, "cpuhog noise: needs --cpus LIST and "
-					"--duration D (and a threshold above 0)\n");
+			fprintf(stderr, "cpuhog noise: %s\n",
+				!cpus	    ? "needs --cpus LIST (-c)"
+				: !duration ? "needs --duration D (-D), above 0"
+					    : "needs a --threshold above 0");
 		return EXIT_USAGE;
 	}
 	cpuhog_attr_init(&a);
@@ -204,6 +238,10 @@ int cmd_noise(int argc, char **argv)
 	r = tool_cpus("noise", cpus, &set, &all);
 	if (r < 0)
 		return -r;
+	tool_say_priority("noise", "other threads share the measured CPUs, so "
+				   "the gaps are the scheduler's sharing, not the "
+				   "machine's noise");
+	tool_policy(run.policy, sizeof(run.policy));
 	progress = isatty(2) && duration > 2000000000ull && !json;
 	t0 = tool_now_ns();
 	while (done < duration) {

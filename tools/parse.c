@@ -54,6 +54,7 @@ int parse_cpulist(const char *s, size_t setsize, cpu_set_t *set,
 	}
 	for (;;) {
 		const char *q = cpu_number(p, &lo);
+		unsigned long stride = 1;
 
 		if (!q)
 			return fail(err, errsize,
@@ -73,12 +74,21 @@ int parse_cpulist(const char *s, size_t setsize, cpu_set_t *set,
 					    "bad CPU list '%s': range %lu-%lu runs backwards",
 					    s, lo, hi);
 			q = r;
+			/* taskset's stride: 0-7:2 is 0,2,4,6 */
+			if (*q == ':') {
+				r = cpu_number(q + 1, &stride);
+				if (!r || !stride)
+					return fail(err, errsize,
+						    "bad CPU list '%s': bad stride at '%s'",
+						    s, q + 1);
+				q = r;
+			}
 		}
 		if (hi >= setsize * 8)
 			return fail(err, errsize,
 				    "CPU %lu has no hog (CPU ids here end at %zu)",
 				    hi, setsize * 8 - 1);
-		for (cpu = lo; cpu <= hi; cpu++)
+		for (cpu = lo; cpu <= hi; cpu += stride)
 			if (!CPU_ISSET_S(cpu, setsize, set)) {
 				CPU_SET_S(cpu, setsize, set);
 				n++;

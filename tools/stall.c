@@ -7,8 +7,9 @@
  * to reproduce a stop-the-world pause or a hypervisor stall and test the
  * heartbeats, timeouts and latency budgets of other software.  Every
  * hogged CPU at once: stop_machine (all held in one rendezvous); a subset:
- * hog_cpus.  Refuses stalls over 500 ms, or holding every CPU more than
- * half of each period, unless --force.  Ctrl-C ends it between stalls.
+ * hog_cpus.  Refuses a stall over 500 ms, and stalls that would hold
+ * their CPUs more than half the time (back to back, or --for over half of
+ * --every), unless --force.  Ctrl-C ends it between stalls.
  */
 #include "tool.h"
 
@@ -16,6 +17,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -32,6 +34,7 @@ static void on_int(int sig)
 
 struct stall {
 	uint64_t ns;
+	char policy[64];
 	_Atomic uint64_t held[CPU_SETSIZE]; /* measured, per CPU */
 };
 
@@ -52,13 +55,16 @@ static int spin(void *arg)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: cpuhog stall --cpus LIST --for DURATION [--every PERIOD]\n"
-		"                    [--count N] [--force]\n"
+		"usage: cpuhog stall -c LIST -D DURATION [-i PERIOD] [-l N] [--force]\n"
 		"  monopolize CPUs for DURATION (e.g. 20ms), once or every PERIOD\n"
-		"  --cpus LIST   CPUs as for taskset -c (0-3,8) or 'all'\n"
-		"  --count N     how many stalls (default 1; with --every: until Ctrl-C)\n"
-		"  --force       allow stalls over 500 ms, or every CPU held more\n"
-		"                than half of each period\n");
+		"  -c, --cpus LIST       CPUs as for taskset -c (0-3,8, 0-7:2) or 'all'\n"
+		"  -D, --for DURATION    how long each stall holds them\n"
+		"  -i, --every PERIOD    start a stall every PERIOD\n"
+		"  -l, --count N         how many stalls (default 1; with --every:\n"
+		"                        until Ctrl-C)\n"
+		"  -F, --force           allow a stall over 500 ms, or stalls that\n"
+		"                        hold their CPUs more than half the time\n"
+		"  -h, --help            this text\n");
 }
 
 struct stall_opts {
@@ -72,9 +78,9 @@ static int parse_opts(int argc, char **argv, struct stall_opts *o)
 {
 	static const struct option lo[] = {
 		{ "cpus", required_argument, 0, 'c' },
-		{ "for", required_argument, 0, 'f' },
-		{ "every", required_argument, 0, 'e' },
-		{ "count", required_argument, 0, 'n' },
+		{ "for", required_argument, 0, 'D' },
+		{ "every", required_argument, 0, 'i' },
+		{ "count", required_argument, 0, 'l' },
 		{ "force", no_argument, 0, 'F' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
@@ -85,18 +91,18 @@ static int parse_opts(int argc, char **argv, struct stall_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->count = -1;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:D:i:l:Fh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c': o->cpus = optarg; break;
-		case 'f':
+		case 'D':
 			if (tool_duration("stall", "--for", optarg, &o->len))
 				return EXIT_USAGE;
 			break;
-		case 'e':
+		case 'i':
 			if (tool_duration("stall", "--every", optarg, &o->every))
 				return EXIT_USAGE;
 			break;
-		case 'n':
+		case 'l':
 			errno = 0;
 			o->count = strtol(optarg, &end, 10);
 			if (*end || errno || o->count < 1) {
@@ -117,16 +123,25 @@ static int parse_opts(int argc, char **argv, struct stall_opts *o)
 		return EXIT_USAGE;
 	}
 	if (!o->cpus || !o->len) {
-		fprintf(stderr, "cpuhog stall: needs --cpus LIST and --for "
-				"DURATION (above 0)\n");
+		fprintf(stderr, "cpuhog stall: %s\n",
+			!o->cpus ? "needs --cpus LIST (-c)"
+				 : "needs --for DURATION (-D), above 0");
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;
 }
 
-/* The safety rules; a message and EXIT_USAGE when broken. */
-static int check_safe(const struct stall_opts *o, int all)
+/*
+ * The safety rules, about what the run would really do, on every CPU set
+ * alike: no single stall over 500 ms, and over any stretch of the run its
+ * CPUs are held at most half the time.  Back-to-back stalls (--count
+ * without --every) hold them all the time.  A message and EXIT_USAGE when
+ * broken.
+ */
+static int check_safe(const struct stall_opts *o)
 {
+	bool repeated = o->count > 1 || (o->every && o->count < 0);
+
 	if (o->every && o->len > o->every) {
 		fprintf(stderr, "cpuhog stall: --for is longer than --every\n");
 		return EXIT_USAGE;
@@ -138,9 +153,17 @@ static int check_safe(const struct stall_opts *o, int all)
 				"those CPUs; add --force if you mean it\n");
 		return EXIT_USAGE;
 	}
-	if (all && o->every && o->len * 2 > o->every) {
-		fprintf(stderr, "cpuhog stall: holding every CPU more than half "
-				"of each period; add --force if you mean it\n");
+	if (repeated && !o->every) {
+		fprintf(stderr, "cpuhog stall: %ld stalls back to back hold the "
+				"CPUs all the time; give --every at least twice "
+				"--for, or add --force\n",
+			o->count);
+		return EXIT_USAGE;
+	}
+	if (repeated && o->len * 2 > o->every) {
+		fprintf(stderr, "cpuhog stall: stalls of --for every --every "
+				"hold the CPUs more than half the time; add "
+				"--force if you mean it\n");
 		return EXIT_USAGE;
 	}
 	return EXIT_OK;
@@ -168,8 +191,9 @@ static int stall_once(const cpu_set_t *set, int all, struct stall *s,
 	format_cpulist(sizeof(*set), set, list, sizeof(list));
 	format_duration(most, held, sizeof(held));
 	format_duration(total, took, sizeof(took));
-	printf("stall %ld: CPUs %s held %s (%s), call took %s\n", k, list, held,
-	       all ? "stop_machine" : "hog_cpus", took);
+	printf("stall %ld: CPUs %s held %s (%s, hogs at %s), call took %s\n",
+	       k, list, held, all ? "stop_machine" : "hog_cpus", s->policy,
+	       took);
 	fflush(stdout);
 	return EXIT_OK;
 }
@@ -201,7 +225,7 @@ int cmd_stall(int argc, char **argv)
 	if (r)
 		return r < 0 ? EXIT_OK : r;
 	/* no hog before the input is known good: bad input hogs nothing */
-	r = check_safe(&o, 0);
+	r = check_safe(&o);
 	if (r)
 		return r;
 	cpuhog_attr_init(&a);
@@ -214,13 +238,20 @@ int cmd_stall(int argc, char **argv)
 	r = tool_cpus("stall", o.cpus, &set, &all);
 	if (r < 0)
 		return -r;
-	if ((r = check_safe(&o, all)))
-		return r;
+	if (!tool_say_priority("stall", all ? "stop_machine cannot hold every "
+					      "CPU, so this stall cannot run"
+					    : "other threads share the stalled "
+					      "CPUs: it stalls nothing"))
+		if (all) {
+			cpuhog_shutdown();
+			return EXIT_RUNTIME;
+		}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_int;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	s.ns = o.len;
+	tool_policy(s.policy, sizeof(s.policy));
 	if (o.count < 0)
 		o.count = o.every ? 0 : 1; /* 0: until interrupted */
 	next = tool_now_ns();

@@ -5,6 +5,7 @@
 #include "parse.h"
 
 #include <cpuhog.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 /* Exit statuses of every subcommand. */
@@ -23,6 +24,11 @@ int tool_cpus(const char *cmd, const char *list, cpu_set_t *set, int *all);
 int tool_duration(const char *cmd, const char *opt, const char *s,
 		  uint64_t *ns);
 void json_string(FILE *f, const char *s);
+/* The hogs' scheduling, "SCHED_FIFO 99" or "SCHED_OTHER nice 0". */
+const char *tool_policy(char *buf, size_t size);
+/* Say once on stderr what priority the hogs have, and without real time
+ * what that means for @cmd (@without_rt); returns whether it is RT. */
+bool tool_say_priority(const char *cmd, const char *without_rt);
 /* CLOCK_MONOTONIC in nanoseconds: every timing of the tool and bench. */
 uint64_t tool_now_ns(void);
 

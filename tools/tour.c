@@ -116,17 +116,26 @@ int cmd_tour(int argc, char **argv)
 	char what[64];
 	int r;
 
-	(void)argv;
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: cpuhog tour\n"
+		       "  run each call of the library on every CPU and time "
+		       "it\n");
+		return EXIT_OK;
+	}
 	if (argc > 1) {
-		fprintf(stderr, "usage: cpuhog tour\n");
+		fprintf(stderr, "cpuhog tour: unexpected argument '%s'\n"
+				"usage: cpuhog tour\n",
+			argv[1]);
 		return EXIT_USAGE;
 	}
 	r = cpuhog_get_info(&in);
 	if (r < 0) {
-		fprintf(stderr, "cpuhog: cannot start the hogs: %s\n",
+		fprintf(stderr, "cpuhog tour: cannot start the hogs: %s\n",
 			strerror(-r));
 		return EXIT_RUNTIME;
 	}
+	tool_say_priority("tour", "stop_machine() returns -EPERM, and the "
+				  "times are those of ordinary threads");
 	header(&in);
 	all = in.cpus;
 	for (cpu = 0; cpu < in.nr_cpu_ids && cpu < CPU_SETSIZE; cpu++) {
