@@ -160,6 +160,8 @@ struct ctx {
 	pthread_mutex_t multi_lock;
 	uint32_t multi_gen; /* under multi_lock */
 	uint64_t backoff_at; /* under multi_lock: see multi_unlock() */
+	uint64_t transit_at; /* under multi_lock: see in_transit() */
+	bool transit;
 	struct group group;
 	struct hog **msel; /* nr_hogs entries, under multi_lock */
 	cpu_set_t *mscratch; /* for hog_usable(), under multi_lock */

@@ -15,33 +15,66 @@
 #include <errno.h>
 #include <limits.h>
 
-#define BACKOFF_NS 1000000u    /* how long a multi-CPU call backs off */
+#define BACKOFF_NS 1000000u       /* a back-off while a CPU is away */
 #define BACKOFF_EVERY_NS 4000000u /* at most once per this (one tick) */
+#define TRANSIT_NS 4000000u       /* a back-off while one is in transit */
+#define TRANSIT_CHECK_NS 5000000u /* how often sysfs is read for that */
+
+/*
+ * Whether a CPU whose hog is away is still listed online: it is on its
+ * way out (or in), and the kernel is in the middle of a hotplug that
+ * waits for its own threads on the CPUs left.  Read from sysfs at most
+ * once per TRANSIT_CHECK_NS, under the multi-CPU lock.
+ */
+static bool in_transit(struct ctx *c, uint64_t now)
+{
+	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
+	unsigned int i;
+
+	if (now - c->transit_at < TRANSIT_CHECK_NS)
+		return c->transit;
+	c->transit_at = now;
+	c->transit = false;
+	if (read_cpulist("/sys/devices/system/cpu/online", sz, c->mscratch,
+			 c->nr_cpu_ids) <= 0)
+		return false;
+	for (i = 0; i < c->nr_hogs; i++)
+		if (atomic_load_explicit(&c->hogs[i].away,
+					 memory_order_relaxed) &&
+		    CPU_ISSET_S(c->hogs[i].cpu, sz, c->mscratch))
+			c->transit = true;
+	return c->transit;
+}
 
 /*
  * End a multi-CPU call.  While a hogged CPU is away (going offline,
  * offline, out of the cpuset), our callers and hogs crowd onto the CPUs
  * left, and a storm of multi-CPU calls from several threads kept the
  * kernel's own threads there (the RCU grace-period kthread, workqueues)
- * from running for minutes, while the offline waited for them.  So in
- * that state, once per tick, the caller sleeps a millisecond before it
- * lets the next multi-CPU call in: every other multi-CPU caller is
- * asleep on the lock meanwhile, and the kernel's threads run.  It costs
- * at most a fifth of the multi-CPU call rate, and only while a CPU is
- * away.  docs/RELIABILITY.md has the evidence.
+ * from running for minutes, while the offline waited for them.  So the
+ * caller sleeps before it lets the next multi-CPU call in, while every
+ * other multi-CPU caller is asleep on the lock, and the kernel's threads
+ * run: 4 ms after every call while the CPU is still in transit (listed
+ * online, not active: the hotplug is waiting), and 1 ms once per 4 ms
+ * (one tick) while it stays away.  docs/RELIABILITY.md has the evidence.
  */
 void multi_unlock(struct ctx *c)
 {
-	uint64_t now;
 	unsigned int i;
+	uint64_t now;
 
 	for (i = 0; i < c->nr_hogs; i++)
 		if (atomic_load_explicit(&c->hogs[i].away,
 					 memory_order_relaxed))
 			break;
-	if (i < c->nr_hogs && (now = now_ns()) >= c->backoff_at) {
-		nanosleep(&(struct timespec){ 0, BACKOFF_NS }, NULL);
-		c->backoff_at = now + BACKOFF_EVERY_NS;
+	if (i < c->nr_hogs) {
+		now = now_ns();
+		if (in_transit(c, now)) {
+			nanosleep(&(struct timespec){ 0, TRANSIT_NS }, NULL);
+		} else if (now >= c->backoff_at) {
+			nanosleep(&(struct timespec){ 0, BACKOFF_NS }, NULL);
+			c->backoff_at = now + BACKOFF_EVERY_NS;
+		}
 	}
 	pthread_mutex_unlock(&c->multi_lock);
 }

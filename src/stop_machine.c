@@ -53,9 +53,9 @@
  * In RUN and EXIT it waits only for hogs that acknowledged HOLD, each
  * spinning or running fn on its own CPU at top priority, and the hold
  * limits above bound even that.  In HOLD, a hog that has waited LOOK_NS
- * withdraws its acknowledgement and yields, so that a thread at its own
- * priority (another process's hog in a stop of its own) can finish what
- * the hog we wait for is queued behind.  Rendezvous works of two calls are never
+ * withdraws its acknowledgement and naps, so that whatever the hog we
+ * wait for is queued behind (another process's hog in a stop of its own,
+ * or a moved hog) can run.  Rendezvous works of two calls are never
  * interleaved on two CPUs in opposite orders: one multi-CPU call at a
  * time is queued and waited for (multi_lock).
  *
@@ -323,13 +323,18 @@ static bool run_too_long(struct stop_state *st, uint32_t gen, uint64_t now)
 	return true;
 }
 
+#define NAP_NS 200000u /* a back-off in HOLD */
+
 /*
- * HOLD has lasted LOOK_NS: a hog we wait for is likely queued behind a
- * thread at our priority on its CPU, say another process's hog spinning
+ * HOLD has lasted LOOK_NS: a hog we wait for cannot run.  It may be
+ * queued behind a thread at our priority (another process's hog spinning
  * in a stop of its own, which in turn waits for a thread that we keep off
- * our CPU.  Let that thread run: withdraw our acknowledgement, so that RUN
- * cannot begin while we are away, yield, and acknowledge again.  Nothing
- * was promised yet: fn has not started.
+ * our CPU), or moved by a CPU going offline onto a CPU whose hog spins
+ * here.  Let whatever it waits for run: withdraw our acknowledgement, so
+ * that RUN cannot begin while we are away, nap, and acknowledge again.
+ * A nap, not a yield: a yield lets only our own priority in, and the
+ * kernel's threads and everyone else's must not wait for our deadline.
+ * Nothing was promised yet: fn has not started.
  */
 static void back_off(struct stop_state *st, uint32_t gen)
 {
@@ -339,7 +344,7 @@ static void back_off(struct stop_state *st, uint32_t gen)
 		if (GEN(v) != gen || PHASE(v) != PH_HOLD)
 			return;
 	} while (!transition(st, v, v + 1));
-	sched_yield();
+	nanosleep(&(struct timespec){ 0, NAP_NS }, NULL);
 	pass(st, gen, PH_HOLD);
 }
 

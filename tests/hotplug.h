@@ -21,13 +21,14 @@ static inline int t_online_fd(unsigned int cpu)
 	return open(path, O_WRONLY | O_CLOEXEC);
 }
 
-/* Write 0 or 1 to @cpu's online file, retrying while the kernel is busy. */
-static inline bool t_set_online(unsigned int cpu, int on)
+/* Write 0 or 1 to @cpu's online file, retrying while the kernel is busy
+ * (EBUSY), up to @tries times 10 ms. */
+static inline bool t_set_online_tries(unsigned int cpu, int on, int tries)
 {
-	int fd = t_online_fd(cpu), tries;
+	int fd = t_online_fd(cpu), k;
 	bool ok = false;
 
-	for (tries = 0; fd >= 0 && !ok && tries < 50; tries++) {
+	for (k = 0; fd >= 0 && !ok && k < tries; k++) {
 		ok = write(fd, on ? "1" : "0", 1) == 1 || errno == EINVAL;
 		if (!ok)
 			t_sleep_ms(10); /* EBUSY: the kernel is busy, retry */
@@ -35,6 +36,11 @@ static inline bool t_set_online(unsigned int cpu, int on)
 	if (fd >= 0)
 		close(fd);
 	return ok;
+}
+
+static inline bool t_set_online(unsigned int cpu, int on)
+{
+	return t_set_online_tries(cpu, on, 50);
 }
 
 static unsigned int t_victim;
@@ -67,7 +73,9 @@ static inline void t_guard_victim(unsigned int cpu)
 		close(fd[1]);
 		while (read(fd[0], &c, 1) < 0 && errno == EINTR)
 			;
-		t_set_online(cpu, 1);
+		/* a hotplug still in progress holds the lock: keep trying
+		 * for two minutes */
+		t_set_online_tries(cpu, 1, 12000);
 		_exit(0);
 	}
 	close(fd[0]); /* fd[1] stays open until we are gone */

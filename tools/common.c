@@ -7,41 +7,48 @@
 #include <string.h>
 #include <time.h>
 
-int tool_cpus(const char *cmd, const char *list, cpu_set_t *set, int *all)
+int tool_cpus(const char *cmd, const char *list, struct tool_set *out,
+	      int *all)
 {
 	struct cpuhog_info in;
-	char err[256], name[32];
-	cpu_set_t bad;
-	int n, cpu;
+	cpu_set_t *hogged;
+	char err[256], name[4096];
+	unsigned int cpu;
+	int n;
 
 	if (cpuhog_get_info(&in) < 0) {
 		fprintf(stderr, "cpuhog %s: cannot start the hogs\n", cmd);
 		return -EXIT_RUNTIME;
 	}
-	n = parse_cpulist(list, sizeof(*set), set, &in.cpus, sizeof(in.cpus),
-			  err, sizeof(err));
-	if (n < 0) {
-		fprintf(stderr, "cpuhog %s: %s\n", cmd, err);
-		return -EXIT_USAGE;
+	/* sized for the machine, as the library's own sets are */
+	out->ids = in.nr_cpu_ids;
+	out->size = CPU_ALLOC_SIZE(in.nr_cpu_ids);
+	out->set = CPU_ALLOC(in.nr_cpu_ids);
+	hogged = CPU_ALLOC(in.nr_cpu_ids);
+	if (!out->set || !hogged || cpuhog_get_cpus(out->size, hogged) < 0) {
+		fprintf(stderr, "cpuhog %s: out of memory\n", cmd);
+		CPU_FREE(hogged);
+		return -EXIT_RUNTIME;
 	}
-	CPU_XOR(&bad, set, &in.cpus);
-	CPU_AND(&bad, &bad, set);
-	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
-		if (CPU_ISSET(cpu, &bad)) {
-			format_cpulist(sizeof(in.cpus), &in.cpus, name,
-				       sizeof(name));
+	n = parse_cpulist(list, out->size, out->set, hogged, out->size, err,
+			  sizeof(err));
+	if (n < 0)
+		fprintf(stderr, "cpuhog %s: %s\n", cmd, err);
+	for (cpu = 0; n > 0 && cpu < out->size * 8; cpu++)
+		if (CPU_ISSET_S(cpu, out->size, out->set) &&
+		    !CPU_ISSET_S(cpu, out->size, hogged)) {
+			format_cpulist(out->size, hogged, name, sizeof(name));
 			fprintf(stderr,
-				"cpuhog %s: CPU %d is offline or outside this "
+				"cpuhog %s: CPU %u is offline or outside this "
 				"process's CPUs (taskset, cpuset); allowed: %s\n",
 				cmd, cpu, name);
-			return -EXIT_USAGE;
+			n = -1;
 		}
-	if (n == 0) {
+	if (n == 0)
 		fprintf(stderr, "cpuhog %s: empty CPU list\n", cmd);
-		return -EXIT_USAGE;
-	}
-	*all = CPU_EQUAL(set, &in.cpus);
-	return n;
+	*all = n > 0 && CPU_EQUAL_S(out->size, out->set, hogged);
+	CPU_FREE(hogged);
+	return n > 0 ? n : -EXIT_USAGE;
 }
 
 int tool_duration(const char *cmd, const char *opt, const char *s,

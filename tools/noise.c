@@ -32,7 +32,7 @@ struct cpu_noise {
 struct noise_run {
 	uint64_t slice, threshold;
 	char policy[64]; /* of the hogs that measured */
-	struct cpu_noise cpu[CPU_SETSIZE]; /* each written by its own hog */
+	struct cpu_noise *cpu; /* nr_cpu_ids, each written by its own hog */
 };
 
 static unsigned int bucket(uint64_t ns)
@@ -102,7 +102,7 @@ static void show_hist(const struct noise_run *run, const struct cpu_noise *c,
 	}
 }
 
-static void print_text(const struct noise_run *run, const cpu_set_t *set)
+static void print_text(const struct noise_run *run, const struct tool_set *set)
 {
 	char noise[32], max[32], th[32];
 	bool bars = isatty(1);
@@ -111,10 +111,10 @@ static void print_text(const struct noise_run *run, const cpu_set_t *set)
 	format_duration(run->threshold, th, sizeof(th));
 	printf("%-5s %10s %12s %11s %11s %8s\n", "CPU", "measured", "noise",
 	       "available", "max gap", "gaps");
-	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+	for (cpu = 0; cpu < (int)set->ids; cpu++) {
 		const struct cpu_noise *c = &run->cpu[cpu];
 
-		if (!CPU_ISSET(cpu, set))
+		if (!CPU_ISSET_S(cpu, set->size, set->set))
 			continue;
 		format_duration(c->noise, noise, sizeof(noise));
 		format_duration(c->max, max, sizeof(max));
@@ -130,7 +130,7 @@ static void print_text(const struct noise_run *run, const cpu_set_t *set)
 	       run->policy);
 }
 
-static void print_json(const struct noise_run *run, const cpu_set_t *set,
+static void print_json(const struct noise_run *run, const struct tool_set *set,
 		       uint64_t duration)
 {
 	int cpu, first = 1, sep;
@@ -141,10 +141,10 @@ static void print_json(const struct noise_run *run, const cpu_set_t *set,
 	       (unsigned long long)run->threshold);
 	json_string(stdout, run->policy);
 	printf(", \"cpus\": [");
-	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+	for (cpu = 0; cpu < (int)set->ids; cpu++) {
 		const struct cpu_noise *c = &run->cpu[cpu];
 
-		if (!CPU_ISSET(cpu, set))
+		if (!CPU_ISSET_S(cpu, set->size, set->set))
 			continue;
 		printf("%s\n  {\"cpu\": %d, \"measured_ns\": %llu, "
 		       "\"noise_ns\": %llu, \"available_pct\": %.4f, "
@@ -196,7 +196,7 @@ int cmd_noise(int argc, char **argv)
 	const char *cpus = NULL;
 	uint64_t duration = 0, done = 0, t0;
 	struct cpuhog_attr a;
-	cpu_set_t set;
+	struct tool_set set;
 	int json = 0, all, c, r, progress;
 
 	run.threshold = 1000;
@@ -242,12 +242,17 @@ int cmd_noise(int argc, char **argv)
 				   "the gaps are the scheduler's sharing, not the "
 				   "machine's noise");
 	tool_policy(run.policy, sizeof(run.policy));
+	run.cpu = calloc(set.ids, sizeof(*run.cpu));
+	if (!run.cpu) {
+		fprintf(stderr, "cpuhog noise: out of memory\n");
+		return EXIT_RUNTIME;
+	}
 	progress = isatty(2) && duration > 2000000000ull && !json;
 	t0 = tool_now_ns();
 	while (done < duration) {
 		run.slice = duration - done < SLICE_NS ? duration - done
 						       : SLICE_NS;
-		r = hog_cpus(sizeof(set), &set, sample, &run);
+		r = hog_cpus(set.size, set.set, sample, &run);
 		if (r < 0) {
 			fprintf(stderr, "cpuhog noise: hog_cpus: %s\n",
 				strerror(-r));
@@ -267,5 +272,7 @@ int cmd_noise(int argc, char **argv)
 	else
 		print_text(&run, &set);
 	cpuhog_shutdown();
+	free(run.cpu);
+	CPU_FREE(set.set);
 	return EXIT_OK;
 }

@@ -35,7 +35,7 @@ static void on_int(int sig)
 struct stall {
 	uint64_t ns;
 	char policy[64];
-	_Atomic uint64_t held[CPU_SETSIZE]; /* measured, per CPU */
+	_Atomic uint64_t *held; /* measured, per CPU: nr_cpu_ids */
 };
 
 /* Runs on every stalled CPU: spin, reading the clock, for the length. */
@@ -169,26 +169,29 @@ static int check_safe(const struct stall_opts *o)
 	return EXIT_OK;
 }
 
-static int stall_once(const cpu_set_t *set, int all, struct stall *s,
+static int stall_once(const struct tool_set *cpus, int all, struct stall *s,
 		      long k)
 {
 	uint64_t t0 = tool_now_ns(), total, most = 0;
-	char list[256], took[32], held[32];
+	char list[4096], took[32], held[32];
 	int r, cpu;
 
-	memset(s->held, 0, sizeof(s->held));
-	r = all ? stop_machine(spin, s, sizeof(*set), set)
-		: hog_cpus(sizeof(*set), set, spin, s);
+	unsigned int i;
+
+	for (i = 0; i < cpus->ids; i++)
+		atomic_store(&s->held[i], 0);
+	r = all ? stop_machine(spin, s, cpus->size, cpus->set)
+		: hog_cpus(cpus->size, cpus->set, spin, s);
 	total = tool_now_ns() - t0;
 	if (r < 0) {
 		fprintf(stderr, "cpuhog stall: %s failed: %s\n",
 			all ? "stop_machine" : "hog_cpus", strerror(-r));
 		return EXIT_RUNTIME;
 	}
-	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+	for (cpu = 0; cpu < (int)cpus->ids; cpu++)
 		if (atomic_load(&s->held[cpu]) > most)
 			most = atomic_load(&s->held[cpu]);
-	format_cpulist(sizeof(*set), set, list, sizeof(list));
+	format_cpulist(cpus->size, cpus->set, list, sizeof(list));
 	format_duration(most, held, sizeof(held));
 	format_duration(total, took, sizeof(took));
 	printf("stall %ld: CPUs %s held %s (%s, hogs at %s), call took %s\n",
@@ -216,7 +219,7 @@ int cmd_stall(int argc, char **argv)
 	struct cpuhog_attr a;
 	struct sigaction sa;
 	static struct stall s;
-	cpu_set_t set;
+	struct tool_set set;
 	uint64_t next;
 	int all = 0, r;
 	long k;
@@ -244,6 +247,7 @@ int cmd_stall(int argc, char **argv)
 					      "CPUs: it stalls nothing"))
 		if (all) {
 			cpuhog_shutdown();
+			CPU_FREE(set.set);
 			return EXIT_RUNTIME;
 		}
 	memset(&sa, 0, sizeof(sa));
@@ -252,6 +256,11 @@ int cmd_stall(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	s.ns = o.len;
 	tool_policy(s.policy, sizeof(s.policy));
+	s.held = calloc(set.ids, sizeof(*s.held));
+	if (!s.held) {
+		fprintf(stderr, "cpuhog stall: out of memory\n");
+		return EXIT_RUNTIME;
+	}
 	if (o.count < 0)
 		o.count = o.every ? 0 : 1; /* 0: until interrupted */
 	next = tool_now_ns();
@@ -265,5 +274,7 @@ int cmd_stall(int argc, char **argv)
 	if (interrupted)
 		printf("interrupted after %ld stalls\n", k - 1);
 	cpuhog_shutdown();
+	free(s.held);
+	CPU_FREE(set.set);
 	return r;
 }

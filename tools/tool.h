@@ -17,9 +17,17 @@ int cmd_info(int argc, char **argv);
 int cmd_stall(int argc, char **argv);
 int cmd_noise(int argc, char **argv);
 
+/* A CPU set sized for the machine (CPU ids past 1023 too). */
+struct tool_set {
+	cpu_set_t *set; /* CPU_ALLOC()ed: CPU_FREE() it */
+	size_t size;
+	unsigned int ids; /* nr_cpu_ids */
+};
+
 /* Parse @list against the hogged CPUs; *all: it is every one of them.
  * Returns the count, or -EXIT_USAGE / -EXIT_RUNTIME after a message. */
-int tool_cpus(const char *cmd, const char *list, cpu_set_t *set, int *all);
+int tool_cpus(const char *cmd, const char *list, struct tool_set *out,
+	      int *all);
 /* Parse a duration option; -1 after a message. */
 int tool_duration(const char *cmd, const char *opt, const char *s,
 		  uint64_t *ns);
