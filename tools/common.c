@@ -28,6 +28,7 @@ int tool_cpus(const char *cmd, const char *list, struct tool_set *out,
 	if (!out->set || !hogged || cpuhog_get_cpus(out->size, hogged) < 0) {
 		fprintf(stderr, "cpuhog %s: out of memory\n", cmd);
 		CPU_FREE(hogged);
+		CPU_FREE(out->set);
 		return -EXIT_RUNTIME;
 	}
 	n = parse_cpulist(list, out->size, out->set, hogged, out->size, err,
@@ -48,7 +49,11 @@ int tool_cpus(const char *cmd, const char *list, struct tool_set *out,
 		fprintf(stderr, "cpuhog %s: empty CPU list\n", cmd);
 	*all = n > 0 && CPU_EQUAL_S(out->size, out->set, hogged);
 	CPU_FREE(hogged);
-	return n > 0 ? n : -EXIT_USAGE;
+	if (n > 0)
+		return n;
+	CPU_FREE(out->set);
+	out->set = NULL;
+	return -EXIT_USAGE;
 }
 
 int tool_duration(const char *cmd, const char *opt, const char *s,
