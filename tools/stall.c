@@ -244,7 +244,7 @@ int cmd_stall(int argc, char **argv)
 	if (!tool_say_priority("stall", all ? "stop_machine cannot hold every "
 					      "CPU, so this stall cannot run"
 					    : "other threads share the stalled "
-					      "CPUs: it stalls nothing"))
+					      "CPUs: a load, not a stall"))
 		if (all) {
 			cpuhog_shutdown();
 			CPU_FREE(set.set);
