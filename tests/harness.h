@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -192,6 +193,43 @@ static inline int t_stop_two_judged(unsigned int cpu1, unsigned int cpu2,
 	r = stop_two_cpus(cpu1, cpu2, t_count_run, &runs);
 	*bad += !t_runs_ok(&runs, r, &one);
 	return r;
+}
+
+/*
+ * Another process's SCHED_FIFO 99 spinner on @cpu for @ms: a CPU held
+ * by someone else.  Returns once it spins; *pid to wait for.  Keep @ms
+ * well under 100.
+ */
+struct t_held {
+	_Atomic int started, done;
+};
+
+static inline struct t_held *t_hold_cpu(unsigned int cpu, unsigned int ms,
+					pid_t *pid)
+{
+	struct t_held *h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE,
+				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct sched_param sp = { .sched_priority = 99 };
+
+	assert_true(h != MAP_FAILED);
+	*pid = fork();
+	assert_true(*pid >= 0);
+	if (*pid == 0) {
+		uint64_t end;
+
+		t_pin(cpu);
+		if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
+			_exit(3);
+		end = t_now() + ms * MS;
+		atomic_store(&h->started, 1);
+		while (t_now() < end)
+			;
+		atomic_store(&h->done, 1);
+		_exit(0);
+	}
+	while (!atomic_load(&h->started))
+		t_sleep_ms(1);
+	return h;
 }
 
 /* Run @fn in a child process; returns its wait status. */

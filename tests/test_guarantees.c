@@ -64,39 +64,6 @@ static void *spin_main(void *arg)
 	return NULL;
 }
 
-/* ---- another process's FIFO 99 spinner on a CPU ---- */
-
-struct held {
-	_Atomic int started, done;
-};
-
-static struct held *hold_cpu(unsigned int cpu, unsigned int ms, pid_t *pid)
-{
-	struct held *h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE,
-			      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	struct sched_param sp = { .sched_priority = 99 };
-
-	assert_true(h != MAP_FAILED);
-	*pid = fork();
-	assert_true(*pid >= 0);
-	if (*pid == 0) {
-		uint64_t end;
-
-		t_pin(cpu);
-		if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
-			_exit(3);
-		end = t_now() + ms * MS;
-		atomic_store(&h->started, 1);
-		while (t_now() < end)
-			;
-		atomic_store(&h->done, 1);
-		_exit(0);
-	}
-	while (!atomic_load(&h->started))
-		t_sleep_ms(1);
-	return h;
-}
-
 /*
  * 1a. The caller is starved past the deadline, and by the time it runs
  * every hog has left: the stop was abandoned by a hog.  It returned 0
@@ -109,7 +76,7 @@ static void stop_abandoned_while_caller_starved(void **state)
 	struct cpuhog_info in;
 	struct t_runs runs;
 	unsigned int mine, victim;
-	struct held *h;
+	struct t_held *h;
 	pid_t pid;
 	int r, status;
 
@@ -117,7 +84,7 @@ static void stop_abandoned_while_caller_starved(void **state)
 	need_two_rt(&mine, &victim);
 	init_with(10 * MS, 0);
 	t_pin(mine);
-	h = hold_cpu(victim, 40, &pid);
+	h = t_hold_cpu(victim, 40, &pid);
 	/* from 2 ms on, the caller's CPU is taken until 60 ms */
 	starver = (struct spinner){ mine, 50, 2, 58, 0 };
 	assert_int_equal(pthread_create(&starver.th, NULL, spin_main, &starver),

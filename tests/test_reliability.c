@@ -470,19 +470,13 @@ static void fork_during_storm(void **state)
 	assert_int_equal(atomic_load(&tally.stop_timeouts), 0);
 }
 
-struct held {
-	_Atomic int started, done;
-};
-
 /* Without per-CPU queues (a global one), the held CPU's work would hold
  * back the others; without the slot wait, a later stop would reuse it. */
 static void held_cpu_waits_others_proceed(void **state)
 {
-	struct held *h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE,
-			      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	unsigned int held = t_nth_cpu(1), mine = t_nth_cpu(0);
 	struct cpuhog_work w = CPUHOG_WORK_INIT;
-	struct sched_param sp = { .sched_priority = 99 };
+	struct t_held *h;
 	int status;
 	pid_t pid;
 
@@ -490,21 +484,7 @@ static void held_cpu_waits_others_proceed(void **state)
 	if (held == mine || !t_can_rt())
 		t_skip("needs two hogged CPUs and SCHED_FIFO");
 	t_pin(mine);
-	pid = fork();
-	if (pid == 0) {
-		uint64_t end;
-
-		t_pin(held);
-		sched_setscheduler(0, SCHED_FIFO, &sp);
-		end = t_now() + 60 * MS;
-		atomic_store(&h->started, 1);
-		while (t_now() < end)
-			;
-		atomic_store(&h->done, 1);
-		_exit(0);
-	}
-	while (!atomic_load(&h->started))
-		t_sleep_ms(1);
+	h = t_hold_cpu(held, 60, &pid);
 	assert_true(hog_one_cpu_nowait(held, on_cpu, (void *)(uintptr_t)held,
 				       &w));
 	/* the other CPU proceeds meanwhile */

@@ -272,31 +272,10 @@ static void stop_results_and_errors(void **state)
 
 /* ---- timeout: a CPU held by another process's FIFO 99 spinner ---- */
 
-struct held {
-	_Atomic int started, done;
-};
-
-static void hold_cpu(struct held *h, unsigned int cpu, unsigned int ms)
-{
-	struct sched_param sp = { .sched_priority = 99 };
-	uint64_t end;
-
-	t_pin(cpu);
-	if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
-		_exit(3);
-	end = t_now() + ms * MS;
-	atomic_store(&h->started, 1);
-	while (t_now() < end)
-		;
-	atomic_store(&h->done, 1);
-	_exit(0);
-}
-
 static void stop_times_out_on_held_cpu(void **state)
 {
-	struct held *h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE,
-			      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	unsigned int victim = t_nth_cpu(1), mine = t_nth_cpu(0);
+	struct t_held *h;
 	struct cpuhog_attr a;
 	struct cpuhog_info in;
 	int status, r;
@@ -311,12 +290,7 @@ static void stop_times_out_on_held_cpu(void **state)
 	assert_int_equal(cpuhog_init(&a), 0);
 	t_pin(mine);
 	memset(ran_on, 0, sizeof(ran_on));
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		hold_cpu(h, victim, 80);
-	while (!atomic_load(&h->started))
-		t_sleep_ms(1);
+	h = t_hold_cpu(victim, 80, &pid);
 	r = stop_machine(count_here, NULL, 0, NULL);
 	/* it gave up while the CPU was still held: no hang */
 	assert_int_equal(atomic_load(&h->done), 0);
