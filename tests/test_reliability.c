@@ -249,6 +249,8 @@ static void hotplug_storm(void **state)
 	cpu = t_nth_cpu(t_hog_cpus(&(cpu_set_t){ 0 }) - 1);
 	if (!t_can_hotplug(cpu))
 		t_skip("root, a CPU that can go offline; no fork under TSan");
+	if (t_machine_busy())
+		t_skip(T_BUSY_SKIP);
 	t_guard_victim(cpu);
 	workers_start();
 	for (k = 0; k < cycles; k++) {
@@ -730,6 +732,8 @@ static void offline_under_multi_cpu_storm(void **state)
 	(void)state;
 	if (cpu == t_nth_cpu(0) || !t_can_hotplug(cpu))
 		t_skip("needs root, two hogged CPUs, CPU hotplug, no TSan");
+	if (t_machine_busy())
+		t_skip(T_BUSY_SKIP);
 	t_guard_victim(cpu);
 	atomic_store(&storm.active, 0);
 	idle = toggle_for(cpu, 400, 0, &cycles); /* nobody calls */
