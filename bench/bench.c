@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAXOPS 32
+#define MAXOPS 48
 
 #define MAX_HELPER_CPUS 256
 
@@ -303,9 +303,10 @@ struct idle {
 	unsigned long long hog_ns; /* CPU time of all hogs while idle */
 	long rss_kib_per_cpu;	   /* resident memory the hogs added */
 	size_t stack;		   /* reserved stack per hog */
+	struct poll_cost poll;
 };
 
-static unsigned long long hogs_runtime(void)
+unsigned long long bench_threads_runtime(const char *prefix)
 {
 	char path[300], comm[32], stat[128];
 	unsigned long long sum = 0;
@@ -318,7 +319,7 @@ static unsigned long long hogs_runtime(void)
 		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
 			 e->d_name);
 		first_line(path, comm, sizeof(comm));
-		if (strncmp(comm, "cpuhog/", 7))
+		if (strncmp(comm, prefix, strlen(prefix)))
 			continue;
 		/* schedstat's first field: time spent on a CPU, in ns */
 		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat",
@@ -399,9 +400,9 @@ static void measure_idle(struct idle *id, double seconds)
 	id->stack = in.stack_size;
 	id->rss_kib_per_cpu = rss_child();
 	usleep(20000);
-	before = hogs_runtime();
+	before = bench_threads_runtime("cpuhog/");
 	usleep((useconds_t)(seconds * 1e6));
-	id->hog_ns = hogs_runtime() - before;
+	id->hog_ns = bench_threads_runtime("cpuhog/") - before;
 	id->seconds = seconds;
 }
 
@@ -437,6 +438,21 @@ static const struct target targets[] = {
 	  "membarrier PRIVATE_EXPEDITED, remote busy", true, 2.0 },
 	{ "hog_synchronize at least 100x faster than membarrier GLOBAL",
 	  "membarrier GLOBAL", "hog_synchronize", false, 100.0 },
+	{ "poll: hog_one_cpu within 10x the cache-line round trip",
+	  "hog_one_cpu, other CPU, poll", "limit: cache-line round trip",
+	  true, 10.0 },
+	{ "poll: hog_one_cpu at most 0.1x sleep mode",
+	  "hog_one_cpu, other CPU, poll", "hog_one_cpu, other CPU", true,
+	  0.1 },
+	{ "poll: stop_machine within 15x the cache-line round trip",
+	  "stop_machine, all CPUs, poll", "limit: cache-line round trip",
+	  true, 15.0 },
+	{ "poll: hog_synchronize no slower than 2x membarrier PRIVATE_EXP.",
+	  "hog_synchronize, poll", "membarrier PRIVATE_EXPEDITED", true,
+	  2.0 },
+	{ "poll: remote CPU busy, hog_one_cpu no slower than 1.2x sleep",
+	  "hog_one_cpu, other CPU, remote busy, poll",
+	  "hog_one_cpu, other CPU, remote busy", true, 1.2 },
 };
 
 static struct op *find(struct op *ops, size_t n, const char *name)
@@ -550,6 +566,18 @@ static void print_table(struct op *ops, size_t n, const struct machine *m,
 	       "memory per CPU: stack reserved, resident added", id->stack >> 10,
 	       id->rss_kib_per_cpu,
 	       id->stack + 4096 <= 64 * 1024 ? "met" : "MISSED");
+	if (id->poll.skip) {
+		printf("  %-64s not measured (%s)\n",
+		       "poll: a CPU-bound process keeps 99% of its throughput",
+		       id->poll.skip);
+		return;
+	}
+	printf("  %-64s %8.2f%%  %s\n",
+	       "poll: a CPU-bound process keeps 99% of its throughput",
+	       100 * id->poll.kept, id->poll.kept >= 0.99 ? "met" : "MISSED");
+	printf("  %-64s %8.1f%%  (a fact, not a target)\n",
+	       "poll: the pollers' use of each polled CPU, idle machine",
+	       100 * id->poll.poller_share);
 }
 
 static void json_str(const char *k, const char *v, bool comma)
@@ -625,9 +653,20 @@ static void print_json(struct op *ops, size_t n, const struct machine *m,
 	       "\"hog_ns\": %llu, \"met\": %s},\n",
 	       id->seconds, id->hog_ns, id->hog_ns ? "false" : "true");
 	printf("  {\"target\": \"memory per CPU\", \"stack_bytes\": %zu, "
-	       "\"resident_kib\": %ld, \"met\": %s}\n ]}\n",
+	       "\"resident_kib\": %ld, \"met\": %s},\n",
 	       id->stack, id->rss_kib_per_cpu,
 	       id->stack + 4096 <= 64 * 1024 ? "true" : "false");
+	printf("  {\"target\": \"poll: throughput kept\", ");
+	if (id->poll.skip) {
+		printf("\"ratio\": null, \"met\": null, ");
+		json_str("not_measured", id->poll.skip, false);
+		printf("}\n ]}\n");
+		return;
+	}
+	printf("\"ratio\": %.4f, \"limit\": 0.99, \"met\": %s, "
+	       "\"poller_cpu_share_idle\": %.4f}\n ]}\n",
+	       id->poll.kept, id->poll.kept >= 0.99 ? "true" : "false",
+	       id->poll.poller_share);
 }
 
 /* ---- the command ---- */
@@ -736,6 +775,7 @@ int cmd_bench(int argc, char **argv)
 	n += ours_ops(ops + n);
 	n += limit_ops(ops + n);
 	n += peer_ops(ops + n);
+	n += poll_ops(ops + n);
 	if (!o.json) {
 		tool_say_priority("bench", "our rows are those of ordinary "
 					   "threads, and the stop rows are "
@@ -746,6 +786,7 @@ int cmd_bench(int argc, char **argv)
 	cpuhog_get_info(&in);
 	describe(&m, &in);
 	measure_idle(&id, o.quick ? 1.0 : 3.0);
+	poll_costs(&id.poll, o.quick ? 2 : 5, o.quick ? 0.5 : 2.0);
 	if (o.json)
 		print_json(ops, n, &m, &id, &o);
 	else

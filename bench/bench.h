@@ -71,6 +71,22 @@ void busy_teardown(struct op *op);
 size_t ours_ops(struct op *ops);
 size_t limit_ops(struct op *ops);
 size_t peer_ops(struct op *ops);
+size_t poll_ops(struct op *ops);
+/* Our timed calls (bench/ours.c), shared with the poll rows. */
+double ours_one_remote(struct op *op);
+double ours_cpus_all(struct op *op);
+double ours_stop_all(struct op *op);
+double ours_synchronize(struct op *op);
+/* What poll mode costs others (bench/poll.c): the throughput a CPU-bound
+ * process keeps on a polled CPU, and the pollers' CPU time when idle
+ * (share of each polled CPU). */
+struct poll_cost {
+	double kept, poller_share;
+	const char *skip;
+};
+void poll_costs(struct poll_cost *pc, unsigned int rounds, double idle_s);
+/* CPU time of our threads whose name starts with @prefix, in ns. */
+unsigned long long bench_threads_runtime(const char *prefix);
 
 /* Children: `cpuhog bench --child TAG BUDGET_MS` prints one sample a
  * line ("NAME NS").  Returns the exit status. */

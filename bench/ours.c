@@ -18,7 +18,7 @@ static double timed(int r, uint64_t t0)
 	return r < 0 ? r : (double)(t1 - t0); /* -errno: failed */
 }
 
-static double one_remote(struct op *op)
+double ours_one_remote(struct op *op)
 {
 	uint64_t t0 = tool_now_ns();
 
@@ -45,7 +45,7 @@ static double nowait_remote(struct op *op)
 	return timed(hog_work_wait(&w), t0);
 }
 
-static double cpus_all(struct op *op)
+double ours_cpus_all(struct op *op)
 {
 	uint64_t t0 = tool_now_ns();
 
@@ -55,7 +55,7 @@ static double cpus_all(struct op *op)
 		     t0);
 }
 
-static double stop_all(struct op *op)
+double ours_stop_all(struct op *op)
 {
 	uint64_t t0 = tool_now_ns();
 
@@ -63,7 +63,7 @@ static double stop_all(struct op *op)
 	return timed(stop_machine(nothing, NULL, 0, NULL), t0);
 }
 
-static double synchronize(struct op *op)
+double ours_synchronize(struct op *op)
 {
 	uint64_t t0 = tool_now_ns();
 
@@ -103,7 +103,7 @@ static const char *nospin_setup(struct op *op)
 	struct cpuhog_attr a;
 	const char *why = need_two(op);
 
-	if (!why && op->run == stop_all)
+	if (!why && op->run == ours_stop_all)
 		why = need_rt(op);
 	if (why)
 		return why;
@@ -124,25 +124,25 @@ size_t ours_ops(struct op *ops)
 {
 	const struct op list[] = {
 		{ .name = "hog_one_cpu, other CPU", .setup = need_two,
-		  .run = one_remote },
+		  .run = ours_one_remote },
 		{ .name = "hog_one_cpu, own CPU", .run = one_local },
 		{ .name = "hog_one_cpu_nowait + hog_work_wait",
 		  .setup = need_two, .run = nowait_remote },
-		{ .name = "hog_cpus, all CPUs", .run = cpus_all },
+		{ .name = "hog_cpus, all CPUs", .run = ours_cpus_all },
 		{ .name = "stop_machine, all CPUs", .setup = need_rt,
-		  .run = stop_all },
+		  .run = ours_stop_all },
 		{ .name = "stop_machine, all CPUs, remote busy",
-		  .setup = stop_busy_setup, .run = stop_all,
+		  .setup = stop_busy_setup, .run = ours_stop_all,
 		  .teardown = busy_teardown },
-		{ .name = "hog_synchronize", .run = synchronize },
+		{ .name = "hog_synchronize", .run = ours_synchronize },
 		{ .name = "hog_synchronize, remote CPU busy",
-		  .setup = busy_setup, .run = synchronize,
+		  .setup = busy_setup, .run = ours_synchronize,
 		  .teardown = busy_teardown },
 		{ .name = "hog_one_cpu, other CPU, no spin",
-		  .setup = nospin_setup, .run = one_remote,
+		  .setup = nospin_setup, .run = ours_one_remote,
 		  .teardown = nospin_teardown },
 		{ .name = "stop_machine, all CPUs, no spin",
-		  .setup = nospin_setup, .run = stop_all,
+		  .setup = nospin_setup, .run = ours_stop_all,
 		  .teardown = nospin_teardown },
 	};
 	size_t i, n = sizeof(list) / sizeof(list[0]);

@@ -100,6 +100,16 @@ enum {
 	/* Do not check callbacks for sleeping or overrunning (saves two
 	 * getrusage() calls per callback). */
 	CPUHOG_F_NO_CHECKS = 1u << 2,
+	/* Poll mode: a poller thread per hogged CPU, at SCHED_IDLE, sees
+	 * new work and wakes the hog on its own CPU, instead of the caller
+	 * waking it from another: calls to idle CPUs near the cache-line
+	 * floor.  Callbacks still run in the hogs, with every promise of
+	 * sleep mode.  A poller steps aside while another task wants its
+	 * CPU (callers then wake the hog as in sleep mode).  Cost: idle
+	 * polled CPUs are 100% busy (top, power, an SMT sibling, a VM's
+	 * host).  CPUHOG_POLL=1 sets it too; cpuhog_info.flags has it only
+	 * when every poller runs.  See cpuhog_get_polling(). */
+	CPUHOG_F_POLL = 1u << 3,
 };
 
 /*
@@ -135,7 +145,11 @@ struct cpuhog_attr {
 	 * happens to initialise: pass that here if you want it. */
 	size_t cpus_setsize;
 	const cpu_set_t *cpus;
-	uint64_t reserved_[8];
+	/* Poll mode: a poller parks this long after its hog's last work,
+	 * until the next (the adaptive choice; Seastar polls 200 us);
+	 * 0: it polls for as long as its CPU is idle. */
+	uint64_t poll_ns;
+	uint64_t reserved_[7];
 };
 #define CPUHOG_NO_SPIN UINT64_MAX
 #define CPUHOG_NO_TIMEOUT UINT64_MAX
@@ -169,7 +183,14 @@ struct cpuhog_info {
 	uint64_t stop_timeouts; /* ... that gave up (-ETIMEDOUT) */
 	uint64_t holds_released; /* stops whose hold ended before fn
 				    returned (see stop_machine()) */
-	uint64_t reserved_[7];
+	/* Poll mode: wake-ups a poller took; wake-ups callers made while
+	 * poll mode was on (the poller was not running: its CPU busy, or
+	 * parked); CPUs that hog_synchronize() did not wake, their poller
+	 * having acknowledged. */
+	uint64_t poll_claims;
+	uint64_t poll_fallbacks;
+	uint64_t poll_sync_acks;
+	uint64_t reserved_[4];
 };
 
 /*
@@ -215,6 +236,16 @@ CPUHOG_API int cpuhog_get_info(struct cpuhog_info *info);
  * nr_cpu_ids.
  */
 CPUHOG_API int cpuhog_get_cpus(size_t setsize, cpu_set_t *set);
+
+/*
+ * cpuhog_get_polling - the CPUs whose poller is polling at this moment
+ * (poll mode): not parked by poll_ns, not stepped aside for another task,
+ * not away with its CPU.  A snapshot; it changes as the CPUs get busy.
+ * Context: may sleep (initialises if needed).
+ * Returns how many; 0 in sleep mode; -EINVAL if @set is NULL or too
+ * small for nr_cpu_ids.
+ */
+CPUHOG_API int cpuhog_get_polling(size_t setsize, cpu_set_t *set);
 
 /*
  * hog_one_cpu - run fn(arg) on @cpu in full hog mode, and wait for it.
@@ -348,6 +379,9 @@ CPUHOG_API int stop_two_cpus(unsigned int cpu1, unsigned int cpu2,
  * expedited grace period of the kernel, and what
  * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) gives.  Threads on CPUs
  * without a hog are not covered.  Works without real-time priority.
+ * In poll mode a CPU whose poller runs acknowledges instead of switching
+ * to its hog: no thread of ours runs there then (src/poll.c says why
+ * that is the same barrier).
  * Context: may sleep; not from hog context.
  * Returns 0; -EDEADLK from hog context.
  */

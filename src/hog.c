@@ -37,7 +37,9 @@ void wake_hog(struct hog *h)
 	 * the work or we see it asleep.  The exchange lets one producer of
 	 * many pay for the system call.
 	 */
-	if (atomic_load(&h->sleeping) && atomic_exchange(&h->sleeping, 0))
+	if (!atomic_load(&h->sleeping) || poll_offer(h))
+		return; /* awake, or its poller took the wake (poll.c) */
+	if (atomic_exchange(&h->sleeping, 0))
 		futex_wake(&h->sleeping, 1);
 }
 
@@ -174,6 +176,7 @@ void *hog_main(void *arg)
 						memory_order_acquire);
 		if (list) {
 			run_batch(h, reverse(list));
+			poll_unpark(h);
 			continue;
 		}
 		/* Exit only once drained: queued works are never dropped. */

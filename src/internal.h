@@ -46,6 +46,11 @@
 #define obtain_priority cpuhog_i_obtain_priority
 #define pin_to cpuhog_i_pin_to
 #define pinned_to cpuhog_i_pinned_to
+#define poll_offer cpuhog_i_poll_offer
+#define poll_start cpuhog_i_poll_start
+#define poll_stop cpuhog_i_poll_stop
+#define poll_sync cpuhog_i_poll_sync
+#define poll_unpark cpuhog_i_poll_unpark
 #define possible_cpus cpuhog_i_possible_cpus
 #define queue_work cpuhog_i_queue_work
 #define read_cpulist cpuhog_i_read_cpulist
@@ -141,9 +146,24 @@ struct hog {
 
 	/* The work of multi-CPU calls, one at a time (serialized). */
 	struct work slot;
+
+	/* Poll mode (poll.c).  Written by the hog: a batch count, so that
+	 * its poller tells our own hog's runs from other tasks'. */
+	_Atomic uint32_t batches;
+	/* Written by the poller, read by producers: when it last looked
+	 * (0: parked), the last barrier it acknowledged, the wakes it took;
+	 * and the futex it parks on. */
+	alignas(CACHELINE) _Atomic uint64_t poll_beat;
+	_Atomic uint32_t poll_ack;
+	_Atomic uint32_t poll_parked; /* futex: 1 while the poller sleeps */
+	_Atomic uint64_t poll_claims, poll_fallbacks;
+	_Atomic bool poll_stop;
+	bool poller_on;
+	cpu_set_t *poll_mask; /* the poller's scratch for pin_to() */
+	pthread_t poller;
 };
 
-struct stop_state; /* stop_machine.c */
+/* stop_machine.c */
 
 struct ctx {
 	unsigned int nr_cpu_ids;
@@ -153,7 +173,7 @@ struct ctx {
 	unsigned int flags;
 	int want_priority;
 	size_t stack_size;
-	uint64_t overrun_ns, stop_timeout_ns, spin_ns;
+	uint64_t overrun_ns, stop_timeout_ns, spin_ns, poll_ns;
 	bool rt_ok; /* every hog runs SCHED_FIFO */
 
 	/* Multi-CPU calls. */
@@ -168,6 +188,10 @@ struct ctx {
 	uint32_t *mflags;  /* work flags per msel entry, under multi_lock */
 	struct stop_state *stop;
 	_Atomic uint64_t stops, stop_timeouts, holds_released;
+
+	/* Poll mode: hog_synchronize()'s generation, the pollers' acks. */
+	_Atomic uint32_t sync_gen;
+	_Atomic uint64_t poll_sync_acks;
 
 	/* Reported callbacks (once per function and kind). */
 	_Atomic(uintptr_t) reported[64];
@@ -202,6 +226,13 @@ HIDDEN void group_kick(struct group *g);
 HIDDEN int multi_lock(struct ctx *c, bool try);
 HIDDEN void multi_unlock(struct ctx *c);
 HIDDEN bool hog_usable(struct hog *h, cpu_set_t *scratch, size_t size);
+
+/* poll.c */
+HIDDEN bool poll_offer(struct hog *h);
+HIDDEN void poll_unpark(struct hog *h);
+HIDDEN int poll_start(struct hog *h);
+HIDDEN void poll_stop(struct hog *h);
+HIDDEN unsigned int poll_sync(struct ctx *c, unsigned int n);
 
 /* stop_machine.c */
 HIDDEN struct stop_state *stop_state_alloc(struct ctx *c);

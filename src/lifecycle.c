@@ -113,6 +113,8 @@ static void hogs_stop(struct ctx *c)
 {
 	unsigned int i;
 
+	for (i = 0; i < c->nr_hogs; i++)
+		poll_stop(&c->hogs[i]);
 	for (i = 0; i < c->nr_hogs; i++) {
 		atomic_store(&c->hogs[i].stop, true); /* seq_cst: see wake_hog */
 		wake_hog(&c->hogs[i]);
@@ -131,7 +133,7 @@ static int attr_check(const struct cpuhog_attr *a)
 	if (a->size && a->size < offsetof(struct cpuhog_attr, reserved_))
 		return -EINVAL;
 	if (a->flags & ~(unsigned int)(CPUHOG_F_STRICT | CPUHOG_F_WEAK_STOP |
-				       CPUHOG_F_NO_CHECKS))
+				       CPUHOG_F_NO_CHECKS | CPUHOG_F_POLL))
 		return -EINVAL;
 	if (a->priority < 0 || a->priority > max)
 		return -EINVAL;
@@ -148,6 +150,7 @@ static int attr_check(const struct cpuhog_attr *a)
 static void ctx_settings(struct ctx *c, const struct cpuhog_attr *a)
 {
 	const char *strict = getenv("CPUHOG_STRICT");
+	const char *poll = getenv("CPUHOG_POLL");
 	struct cpuhog_attr def;
 
 	if (!a) {
@@ -157,6 +160,9 @@ static void ctx_settings(struct ctx *c, const struct cpuhog_attr *a)
 	c->flags = a->flags;
 	if (strict && strcmp(strict, "1") == 0)
 		c->flags |= CPUHOG_F_STRICT;
+	if (poll && strcmp(poll, "1") == 0)
+		c->flags |= CPUHOG_F_POLL;
+	c->poll_ns = a->poll_ns;
 	c->want_priority =
 		a->priority ? a->priority : sched_get_priority_max(SCHED_FIFO);
 	c->stack_size = a->stack_size ? a->stack_size : DEFAULT_STACK;
@@ -320,6 +326,23 @@ static int hogs_start(struct ctx *c, size_t sz, const cpu_set_t *want)
 	return c->nr_hogs ? 0 : -ENOENT;
 }
 
+/* Poll mode: a poller per hog, or none at all (the flag says which). */
+static void pollers_start(struct ctx *c)
+{
+	unsigned int i;
+
+	if (!(c->flags & CPUHOG_F_POLL))
+		return;
+	for (i = 0; i < c->nr_hogs; i++)
+		if (poll_start(&c->hogs[i]) < 0)
+			break;
+	if (i < c->nr_hogs) {
+		while (i-- > 0)
+			poll_stop(&c->hogs[i]);
+		c->flags &= ~(unsigned int)CPUHOG_F_POLL;
+	}
+}
+
 static int ctx_create(const struct cpuhog_attr *a, struct ctx **out)
 {
 	struct ctx *c = calloc(1, sizeof(*c));
@@ -344,6 +367,8 @@ static int ctx_create(const struct cpuhog_attr *a, struct ctx **out)
 		hogs_await_start(c);
 		if (r < 0)
 			hogs_stop(c);
+		else
+			pollers_start(c);
 	}
 	CPU_FREE(want);
 	if (r < 0) {
@@ -513,6 +538,10 @@ int cpuhog_get_info(struct cpuhog_info *info)
 		atomic_load_explicit(&c->stop_timeouts, memory_order_relaxed);
 	info->holds_released =
 		atomic_load_explicit(&c->holds_released, memory_order_relaxed);
+	info->poll_claims = sum(c, offsetof(struct hog, poll_claims));
+	info->poll_fallbacks = sum(c, offsetof(struct hog, poll_fallbacks));
+	info->poll_sync_acks =
+		atomic_load_explicit(&c->poll_sync_acks, memory_order_relaxed);
 	ctx_put();
 	return 0;
 }

@@ -42,6 +42,7 @@ int hog_synchronize(void)
 			c->mflags[n] = 0;
 			c->msel[n++] = &c->hogs[i];
 		}
+	n = poll_sync(c, n); /* poll mode: running pollers answer */
 	gen = n ? multi_reserve(c, n, NO_DEADLINE) : -1;
 	if (gen >= 0) {
 		/* Internal: a hog off its CPU counts too; that CPU went

@@ -10,6 +10,7 @@
 
 #include "harness.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 
 static inline int t_online_fd(unsigned int cpu)
@@ -75,6 +76,28 @@ static inline int t_procs_running(void)
 	return n;
 }
 
+/* How many threads of this process are running (state R) now. */
+static inline int t_own_running(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	char path[64], buf[512], *p;
+	int n = 0;
+
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%d/stat",
+			 atoi(e->d_name));
+		t_slurp(path, buf, sizeof(buf));
+		p = strrchr(buf, ')');
+		n += p && p[1] && p[2] == 'R';
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
 /*
  * Whether another job keeps a CPU busy: in most of 40 samples over 200 ms
  * something besides this thread was runnable.  Offline storms skip then:
@@ -87,7 +110,8 @@ static inline bool t_machine_busy(void)
 	int k, busy = 0;
 
 	for (k = 0; k < 40; k++) {
-		busy += t_procs_running() > 1;
+		/* our own running threads (this one, pollers) do not count */
+		busy += t_procs_running() > t_own_running();
 		t_sleep_ms(5);
 	}
 	return busy > 20;

@@ -27,6 +27,9 @@ for c in info stall noise bench; do expect 0 "usage: cpuhog $c" "$c" --help; don
 
 expect 0 "CPUs hogged:" info
 expect 0 '"nr_hogs"' info --json
+expect 0 "^mode: *sleep on" info
+CPUHOG_POLL=1 expect 0 "^mode: *poll: polling on" info
+CPUHOG_POLL=1 expect 0 '"mode": "poll"' info --json
 expect 2 "unexpected argument" info extra
 expect 2 "usage" info --bogus
 

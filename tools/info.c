@@ -18,6 +18,7 @@
 struct facts {
 	char online[256], hogged[256], isolated[256], nohz[256], idle[64];
 	char rt_runtime[32], rt_period[32];
+	char polling[256], sleeping[256]; /* poll mode, per CPU */
 	struct cpuhog_info in;
 	long membarrier;
 };
@@ -49,6 +50,26 @@ static const struct {
 	{ MEMBARRIER_CMD_PRIVATE_EXPEDITED_RSEQ, "PRIVATE_EXPEDITED_RSEQ" },
 };
 
+/* Poll mode: which hogged CPUs poll now, which do not (parked, stepped
+ * aside for another task, away); the pollers get a moment to start. */
+static void gather_modes(struct facts *f)
+{
+	cpu_set_t poll, now, rest;
+	int k;
+
+	CPU_ZERO(&poll);
+	/* 200 ms: a poller that stepped aside while we started up looks
+	 * again after 100 ms */
+	for (k = 0; (f->in.flags & CPUHOG_F_POLL) && k < 20; k++) {
+		usleep(10000);
+		if (cpuhog_get_polling(sizeof(now), &now) > 0)
+			CPU_OR(&poll, &poll, &now);
+	}
+	CPU_XOR(&rest, &f->in.cpus, &poll);
+	format_cpulist(sizeof(poll), &poll, f->polling, sizeof(f->polling));
+	format_cpulist(sizeof(rest), &rest, f->sleeping, sizeof(f->sleeping));
+}
+
 static void gather(struct facts *f)
 {
 	read_line("/sys/devices/system/cpu/online", f->online,
@@ -68,6 +89,7 @@ static void gather(struct facts *f)
 	format_cpulist(sizeof(f->in.cpus), &f->in.cpus, f->hogged,
 		       sizeof(f->hogged));
 	f->membarrier = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+	gather_modes(f);
 }
 
 static const char *policy(const struct cpuhog_info *in)
@@ -101,6 +123,14 @@ static void print_text(const struct facts *f)
 	       f->rt_period);
 	printf("isolated CPUs:   %s\n", f->isolated);
 	printf("nohz_full CPUs:  %s\n", f->nohz);
+	if (f->in.flags & CPUHOG_F_POLL)
+		printf("mode:            poll: polling on %s; sleeping on %s "
+		       "(stepped aside for another task, or parked)\n",
+		       f->polling, f->sleeping);
+	else
+		printf("mode:            sleep on %s (CPUHOG_POLL=1 for poll "
+		       "mode)\n",
+		       f->hogged);
 	printf("cpuidle driver:  %s\n", f->idle);
 	printf("hog stack:       %zu KiB\n", f->in.stack_size >> 10);
 	printf("membarrier:     ");
@@ -146,6 +176,11 @@ static void print_json(const struct facts *f)
 	json_string(stdout, f->isolated);
 	printf(", \"nohz_full\": ");
 	json_string(stdout, f->nohz);
+	printf(", \"mode\": \"%s\", \"cpus_polling\": ",
+	       f->in.flags & CPUHOG_F_POLL ? "poll" : "sleep");
+	json_string(stdout, f->polling);
+	printf(", \"cpus_sleeping\": ");
+	json_string(stdout, f->sleeping);
 	printf(", \"cpuidle\": ");
 	json_string(stdout, f->idle);
 	printf(", \"stack_bytes\": %zu, \"membarrier\": [", f->in.stack_size);

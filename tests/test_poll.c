@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Poll mode (CPUHOG_F_POLL, src/poll.c): every call keeps its promises
+ * with the pollers on; a poller is never at real time, and a hog with no
+ * work sleeps; poll_ns parks the pollers; a busy CPU falls back to the
+ * caller's wake-up.  No timing is asserted here: `cpuhog bench` measures.
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <pthread.h>
+
+static int where(void *arg)
+{
+	(void)arg;
+	return sched_getcpu();
+}
+
+static void init_poll(uint64_t poll_ns)
+{
+	struct cpuhog_attr a;
+
+	cpuhog_shutdown();
+	cpuhog_attr_init(&a);
+	a.flags = CPUHOG_F_POLL;
+	a.poll_ns = poll_ns;
+	assert_int_equal(cpuhog_init(&a), 0);
+}
+
+/* Each thread of ours whose name starts with @prefix: its policy and its
+ * state letter from /proc.  Returns how many; *bad counts those with
+ * policy @not_policy or state other than @state (0: any). */
+static int threads_named(const char *prefix, int not_policy, char state,
+			 int *bad)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	char path[96], buf[512], *p;
+	int n = 0;
+
+	*bad = 0;
+	while (d && (e = readdir(d))) {
+		pid_t tid = atoi(e->d_name);
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+		t_slurp(path, buf, sizeof(buf));
+		if (strncmp(buf, prefix, strlen(prefix)))
+			continue;
+		n++;
+		if (sched_getscheduler(tid) == not_policy)
+			++*bad;
+		snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+		t_slurp(path, buf, sizeof(buf));
+		p = strrchr(buf, ')');
+		if (state && p && p[2] != state)
+			++*bad;
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* The flag is in force (info says so), and every call keeps its
+ * promises: right CPU, stop invariant, barrier, migration. */
+static void poll_calls_keep_promises(void **state)
+{
+	struct cpuhog_info in;
+	cpu_set_t set;
+	long bad = 0;
+	int i, n;
+
+	(void)state;
+	init_poll(0);
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	assert_true(in.flags & CPUHOG_F_POLL);
+	n = t_hog_cpus(&set);
+	for (i = 0; i < 200 * n; i++) {
+		unsigned int cpu = t_nth_cpu(i);
+
+		assert_int_equal(hog_one_cpu(cpu, where, NULL), (int)cpu);
+	}
+	assert_int_equal(hog_cpus(sizeof(set), &set, where, NULL) >= 0, 1);
+	assert_int_equal(t_stop_judged(0, NULL, &bad), 0);
+	assert_int_equal(t_stop_judged(sizeof(set), &set, &bad), 0);
+	assert_int_equal(bad, 0);
+	assert_int_equal(hog_synchronize(), 0);
+	assert_int_equal(hog_migrate(0, t_nth_cpu(1)), 0);
+	assert_int_equal(sched_getcpu(), (int)t_nth_cpu(1));
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	assert_int_equal(in.queued, in.run + in.refused);
+	cpuhog_shutdown();
+	/* after shutdown no poller is left */
+	assert_int_equal(threads_named("cpuhog-p/", -1, 0, &(int){ 0 }), 0);
+}
+
+/* A poller never runs at real time; an idle hog sleeps. */
+static void pollers_never_real_time(void **state)
+{
+	int bad, n;
+
+	(void)state;
+	init_poll(0);
+	assert_int_equal(hog_one_cpu(t_nth_cpu(1), where, NULL),
+			 (int)t_nth_cpu(1));
+	t_sleep_ms(30);
+	n = threads_named("cpuhog-p/", SCHED_FIFO, 0, &bad);
+	assert_true(n >= 1);
+	assert_int_equal(bad, 0);
+	n = threads_named("cpuhog-p/", SCHED_RR, 0, &bad);
+	assert_int_equal(bad, 0);
+	n = threads_named("cpuhog-p/", SCHED_OTHER, 0, &bad);
+	assert_int_equal(bad, 0); /* SCHED_IDLE, nothing else */
+	/* every hog asleep: nothing spins at real time without work */
+	n = threads_named("cpuhog/", -1, 'S', &bad);
+	assert_true(n >= 1);
+	assert_int_equal(bad, 0);
+	cpuhog_shutdown();
+}
+
+/* With poll_ns the pollers stop polling and sleep; calls still work. */
+static void poll_ns_parks_pollers(void **state)
+{
+	int bad, n, i;
+
+	(void)state;
+	init_poll(2 * MS);
+	assert_int_equal(hog_one_cpu(t_nth_cpu(1), where, NULL),
+			 (int)t_nth_cpu(1));
+	t_sleep_ms(50);
+	n = threads_named("cpuhog-p/", -1, 'S', &bad);
+	assert_true(n >= 1);
+	assert_int_equal(bad, 0);
+	for (i = 0; i < 100; i++)
+		assert_int_equal(hog_one_cpu(t_nth_cpu(i), where, NULL),
+				 (int)t_nth_cpu(i));
+	cpuhog_shutdown();
+}
+
+/* CPUHOG_POLL=1 sets the flag too. */
+static void poll_from_environment(void **state)
+{
+	struct cpuhog_info in;
+
+	(void)state;
+	cpuhog_shutdown();
+	setenv("CPUHOG_POLL", "1", 1);
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	unsetenv("CPUHOG_POLL");
+	assert_true(in.flags & CPUHOG_F_POLL);
+	cpuhog_shutdown();
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	assert_false(in.flags & CPUHOG_F_POLL);
+	cpuhog_shutdown();
+}
+
+/* A CPU busy with an ordinary thread: the SCHED_IDLE poller does not
+ * run there, and the caller's own wake-up takes over. */
+static _Atomic int busy_stop;
+static void *busy(void *arg)
+{
+	t_pin((unsigned int)(uintptr_t)arg);
+	while (!atomic_load(&busy_stop))
+		;
+	return NULL;
+}
+
+static void busy_cpu_falls_back(void **state)
+{
+	unsigned int cpu = t_nth_cpu(1);
+	pthread_t th;
+	int i;
+
+	(void)state;
+	if (cpu == t_nth_cpu(0))
+		t_skip("needs two hogged CPUs");
+	init_poll(0);
+	t_pin(t_nth_cpu(0));
+	assert_int_equal(pthread_create(&th, NULL, busy,
+					(void *)(uintptr_t)cpu),
+			 0);
+	t_sleep_ms(10);
+	for (i = 0; i < 1000; i++)
+		assert_int_equal(hog_one_cpu(cpu, where, NULL), (int)cpu);
+	atomic_store(&busy_stop, 1);
+	pthread_join(th, NULL);
+	cpuhog_shutdown();
+}
+
+/* Pollers are SCHED_IDLE even when a real-time thread initialises. */
+static void *init_from(void *arg)
+{
+	(void)arg;
+	init_poll(0);
+	return NULL;
+}
+
+static void pollers_idle_under_rt_creator(void **state)
+{
+	struct sched_param sp = { .sched_priority = 10 };
+	pthread_attr_t pa;
+	pthread_t th;
+	int bad, n;
+
+	(void)state;
+	cpuhog_shutdown();
+	pthread_attr_init(&pa);
+	pthread_attr_setinheritsched(&pa, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&pa, SCHED_FIFO);
+	pthread_attr_setschedparam(&pa, &sp);
+	if (pthread_create(&th, &pa, init_from, NULL)) {
+		pthread_attr_destroy(&pa);
+		t_skip("needs SCHED_FIFO (root or RLIMIT_RTPRIO)");
+	}
+	pthread_attr_destroy(&pa);
+	pthread_join(th, NULL);
+	n = threads_named("cpuhog-p/", SCHED_IDLE, 0, &bad);
+	assert_true(n >= 1);
+	assert_int_equal(bad, n); /* every one of them is SCHED_IDLE */
+	cpuhog_shutdown();
+}
+
+/* cpuhog_get_polling(): the pollers of an idle machine poll; none in
+ * sleep mode; bad arguments refused. */
+static void polling_reported(void **state)
+{
+	cpu_set_t set;
+	int n, k;
+
+	(void)state;
+	cpuhog_shutdown();
+	assert_int_equal(cpuhog_init(NULL), 0);
+	assert_int_equal(cpuhog_get_polling(sizeof(set), &set), 0);
+	assert_int_equal(cpuhog_get_polling(sizeof(set), NULL), -EINVAL);
+	assert_int_equal(cpuhog_get_polling(0, &set), -EINVAL);
+	init_poll(0);
+	for (k = 0, n = 0; k < 100 && n == 0; k++) {
+		t_sleep_ms(2);
+		n = cpuhog_get_polling(sizeof(set), &set);
+	}
+	if (n == 0)
+		t_skip("no poller polled within 200 ms (busy machine)");
+	assert_true(n >= 1 && n <= t_hog_cpus(&(cpu_set_t){ 0 }));
+	cpuhog_shutdown();
+}
+
+/*
+ * The barrier in poll mode, as a store-buffering litmus test: thread T
+ * on the other CPU stores x then loads y with only a compiler barrier
+ * between; the caller stores y, calls hog_synchronize(), loads x; both
+ * start at the same agreed time.  Both loads finding 0 is forbidden.  T
+ * sleeps between rounds, so its CPU is mostly idle, its poller polls,
+ * and the calls made while T sleeps take the fast path (an ack).  The
+ * control (a compiler barrier instead of the call) shows the reordering
+ * is there to be caught on this machine.
+ */
+enum { SB_N = 20000 };
+static struct {
+	_Atomic int go, done;
+	_Atomic uint64_t start;
+	_Atomic int x[SB_N], y[SB_N], r1[SB_N];
+} sb;
+
+static void sb_wait_until(uint64_t t)
+{
+	while (t_now() < t)
+		;
+}
+
+static void *sb_thread(void *arg)
+{
+	int i;
+
+	t_pin((unsigned int)(uintptr_t)arg);
+	for (i = 0; i < SB_N; i++) {
+		while (atomic_load_explicit(&sb.go, memory_order_acquire) <= i)
+			;
+		sb_wait_until(atomic_load(&sb.start));
+		atomic_store_explicit(&sb.x[i], 1, memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst);
+		atomic_store_explicit(&sb.r1[i],
+				      atomic_load_explicit(&sb.y[i],
+							   memory_order_relaxed),
+				      memory_order_relaxed);
+		atomic_store_explicit(&sb.done, i + 1, memory_order_release);
+		if (i % 4 == 3)
+			usleep(100); /* CPU idle: the poller runs */
+	}
+	return NULL;
+}
+
+static long sb_run(unsigned int cpu, bool barrier)
+{
+	pthread_t th;
+	long forbidden = 0;
+	int i, r2;
+
+	memset(&sb, 0, sizeof(sb));
+	assert_int_equal(pthread_create(&th, NULL, sb_thread,
+					(void *)(uintptr_t)cpu),
+			 0);
+	for (i = 0; i < SB_N; i++) {
+		atomic_store(&sb.start, t_now() + 2000);
+		atomic_store_explicit(&sb.go, i + 1, memory_order_release);
+		sb_wait_until(atomic_load(&sb.start));
+		atomic_store_explicit(&sb.y[i], 1, memory_order_relaxed);
+		if (barrier)
+			assert_int_equal(hog_synchronize(), 0);
+		else
+			atomic_signal_fence(memory_order_seq_cst);
+		r2 = atomic_load_explicit(&sb.x[i], memory_order_relaxed);
+		while (atomic_load_explicit(&sb.done, memory_order_acquire) <= i)
+			;
+		forbidden += r2 == 0 && atomic_load(&sb.r1[i]) == 0;
+		if (barrier && i % 4 == 3)
+			assert_int_equal(hog_synchronize(), 0); /* T sleeps */
+	}
+	pthread_join(th, NULL);
+	return forbidden;
+}
+
+static void barrier_orders_a_running_thread(void **state)
+{
+	unsigned int cpu = t_nth_cpu(1);
+	struct cpuhog_info in;
+	long control, with;
+
+	(void)state;
+	if (cpu == t_nth_cpu(0))
+		t_skip("needs two hogged CPUs");
+	init_poll(0);
+	t_pin(t_nth_cpu(0));
+	control = sb_run(cpu, false);
+	with = sb_run(cpu, true);
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	print_message("store buffering: %ld of %d reordered without a barrier, "
+		      "%ld with hog_synchronize (%llu CPUs acknowledged by "
+		      "their poller)\n",
+		      control, SB_N, with,
+		      (unsigned long long)in.poll_sync_acks);
+	assert_int_equal(with, 0);
+	cpuhog_shutdown();
+	if (control == 0)
+		t_skip("the control never reordered: a missing barrier could "
+		       "not have been seen");
+}
+
+T_MAIN(((const struct CMUnitTest[]){
+	cmocka_unit_test(pollers_idle_under_rt_creator),
+	cmocka_unit_test(polling_reported),
+	cmocka_unit_test(barrier_orders_a_running_thread),
+	cmocka_unit_test(poll_calls_keep_promises),
+	cmocka_unit_test(pollers_never_real_time),
+	cmocka_unit_test(poll_ns_parks_pollers),
+	cmocka_unit_test(poll_from_environment),
+	cmocka_unit_test(busy_cpu_falls_back),
+}))
