@@ -158,7 +158,7 @@ struct hog {
 	_Atomic uint32_t poll_parked; /* futex: 1 while the poller sleeps */
 	_Atomic uint64_t poll_claims, poll_fallbacks;
 	_Atomic bool poll_stop;
-	bool poller_on;
+	_Atomic bool poller_on; /* read by producers and the hog */
 	cpu_set_t *poll_mask; /* the poller's scratch for pin_to() */
 	pthread_t poller;
 };

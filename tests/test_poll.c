@@ -169,6 +169,8 @@ static void *busy(void *arg)
 static void busy_cpu_falls_back(void **state)
 {
 	unsigned int cpu = t_nth_cpu(1);
+	struct cpuhog_info in;
+	cpu_set_t set;
 	pthread_t th;
 	int i;
 
@@ -183,8 +185,17 @@ static void busy_cpu_falls_back(void **state)
 	t_sleep_ms(10);
 	for (i = 0; i < 1000; i++)
 		assert_int_equal(hog_one_cpu(cpu, where, NULL), (int)cpu);
+	/* the poller stepped aside: the callers woke the hog themselves,
+	 * and the CPU no longer reads as polling */
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	assert_true(in.poll_fallbacks > 0);
+	assert_int_equal(cpuhog_get_polling(sizeof(set), &set) >= 0, 1);
+	assert_false(CPU_ISSET(cpu, &set));
 	atomic_store(&busy_stop, 1);
 	pthread_join(th, NULL);
+	print_message("busy CPU: %llu wake-ups by callers, %llu by pollers\n",
+		      (unsigned long long)in.poll_fallbacks,
+		      (unsigned long long)in.poll_claims);
 	cpuhog_shutdown();
 }
 
@@ -242,6 +253,32 @@ static void polling_reported(void **state)
 	if (n == 0)
 		t_skip("no poller polled within 200 ms (busy machine)");
 	assert_true(n >= 1 && n <= t_hog_cpus(&(cpu_set_t){ 0 }));
+	/* calls to a polling CPU other than ours: its poller takes the
+	 * wake-ups, unless it stepped aside meanwhile */
+	for (k = 0; k < CPU_SETSIZE && !(CPU_ISSET(k, &set) &&
+					 k != sched_getcpu());
+	     k++)
+		;
+	if (k < CPU_SETSIZE && t_nth_cpu(0) != t_nth_cpu(1)) {
+		struct cpuhog_info in;
+
+		t_pin((unsigned int)k == t_nth_cpu(0) ? t_nth_cpu(1)
+						      : t_nth_cpu(0));
+		for (n = 0; n < 200; n++) {
+			assert_int_equal(hog_one_cpu((unsigned int)k, where,
+						     NULL),
+					 k);
+			usleep(50);
+		}
+		assert_int_equal(cpuhog_get_info(&in), 0);
+		assert_int_equal(cpuhog_get_polling(sizeof(set), &set) >= 0, 1);
+		print_message("CPU %d: %llu wake-ups by its poller, %llu by "
+			      "callers\n",
+			      k, (unsigned long long)in.poll_claims,
+			      (unsigned long long)in.poll_fallbacks);
+		if (CPU_ISSET(k, &set))
+			assert_true(in.poll_claims > 0);
+	}
 	cpuhog_shutdown();
 }
 
