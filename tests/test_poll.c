@@ -292,9 +292,9 @@ static void polling_reported(void **state)
  * control (a compiler barrier instead of the call) shows the reordering
  * is there to be caught on this machine.
  */
-enum { SB_N = 20000 };
+enum { SB_N = 5000 };
 static struct {
-	_Atomic int go, done;
+	_Atomic int ready, go, done;
 	_Atomic uint64_t start;
 	_Atomic int x[SB_N], y[SB_N], r1[SB_N];
 } sb;
@@ -305,12 +305,15 @@ static void sb_wait_until(uint64_t t)
 		;
 }
 
+/* T: naps (its CPU idle, its poller polls), then races the caller. */
 static void *sb_thread(void *arg)
 {
 	int i;
 
 	t_pin((unsigned int)(uintptr_t)arg);
 	for (i = 0; i < SB_N; i++) {
+		usleep(200);
+		atomic_store_explicit(&sb.ready, i + 1, memory_order_release);
 		while (atomic_load_explicit(&sb.go, memory_order_acquire) <= i)
 			;
 		sb_wait_until(atomic_load(&sb.start));
@@ -321,8 +324,6 @@ static void *sb_thread(void *arg)
 							   memory_order_relaxed),
 				      memory_order_relaxed);
 		atomic_store_explicit(&sb.done, i + 1, memory_order_release);
-		if (i % 4 == 3)
-			usleep(100); /* CPU idle: the poller runs */
 	}
 	return NULL;
 }
@@ -338,11 +339,15 @@ static long sb_run(unsigned int cpu, bool barrier)
 					(void *)(uintptr_t)cpu),
 			 0);
 	for (i = 0; i < SB_N; i++) {
+		if (barrier) /* T naps: the fast path's case */
+			assert_int_equal(hog_synchronize(), 0);
+		while (atomic_load_explicit(&sb.ready, memory_order_acquire) <= i)
+			;
 		atomic_store(&sb.start, t_now() + 2000);
 		atomic_store_explicit(&sb.go, i + 1, memory_order_release);
 		sb_wait_until(atomic_load(&sb.start));
 		atomic_store_explicit(&sb.y[i], 1, memory_order_relaxed);
-		if (barrier)
+		if (barrier) /* T runs: its CPU's hog must switch it out */
 			assert_int_equal(hog_synchronize(), 0);
 		else
 			atomic_signal_fence(memory_order_seq_cst);
@@ -350,8 +355,6 @@ static long sb_run(unsigned int cpu, bool barrier)
 		while (atomic_load_explicit(&sb.done, memory_order_acquire) <= i)
 			;
 		forbidden += r2 == 0 && atomic_load(&sb.r1[i]) == 0;
-		if (barrier && i % 4 == 3)
-			assert_int_equal(hog_synchronize(), 0); /* T sleeps */
 	}
 	pthread_join(th, NULL);
 	return forbidden;
