@@ -12,7 +12,8 @@
  *
  * Waiting is sleeping: every wait in this library ends on a futex, never
  * in an unbounded spin, so a caller of any priority on any CPU cannot be
- * starved by, or starve, the hog it waits for.
+ * starved by, or starve, the hog it waits for.  (Poll mode's pollers do
+ * spin, at SCHED_IDLE and only while their CPU is idle: poll.c.)
  *
  * The hogs' lifecycle (init, shutdown, fork) is in lifecycle.c.
  */

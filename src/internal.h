@@ -33,6 +33,7 @@
 #define g_spin_ns cpuhog_i_spin_ns
 #define group_kick cpuhog_i_group_kick
 #define hog_main cpuhog_i_hog_main
+#define hog_cpu_set cpuhog_i_hog_cpu_set
 #define hog_of cpuhog_i_hog_of
 #define hog_usable cpuhog_i_hog_usable
 #define multi_lock cpuhog_i_multi_lock
@@ -208,6 +209,8 @@ HIDDEN void wake_hog(struct hog *h);
 HIDDEN struct ctx *ctx_get(int *err);
 HIDDEN void ctx_put(void);
 HIDDEN struct hog *hog_of(struct ctx *c, unsigned int cpu);
+HIDDEN int hog_cpu_set(size_t setsize, cpu_set_t *set,
+		       bool (*which)(const struct hog *h)); /* lifecycle.c */
 HIDDEN void queue_work(struct hog *h, struct work *w);
 HIDDEN int work_wait(struct work *w, bool may_spin, uint64_t spin_ns);
 HIDDEN int slot_wait_free(struct work *slot, uint64_t deadline);

@@ -546,27 +546,40 @@ int cpuhog_get_info(struct cpuhog_info *info)
 	return 0;
 }
 
-int cpuhog_get_cpus(size_t setsize, cpu_set_t *set)
+/*
+ * Fill @set (@setsize bytes) with the CPUs of the hogs for which @which
+ * holds (NULL: all); returns how many, or -EINVAL / ctx_get()'s error.
+ * cpuhog_get_cpus() and cpuhog_get_polling() are this.
+ */
+int hog_cpu_set(size_t setsize, cpu_set_t *set,
+		bool (*which)(const struct hog *h))
 {
 	struct ctx *c;
 	unsigned int i;
-	int err;
+	int n = 0;
 
 	if (!set)
 		return -EINVAL;
-	c = ctx_get(&err);
+	c = ctx_get(&n);
 	if (!c)
-		return err;
+		return n;
 	if (setsize < CPU_ALLOC_SIZE(c->nr_cpu_ids)) {
 		ctx_put();
 		return -EINVAL;
 	}
 	CPU_ZERO_S(setsize, set);
 	for (i = 0; i < c->nr_hogs; i++)
-		CPU_SET_S(c->hogs[i].cpu, setsize, set);
-	err = (int)c->nr_hogs;
+		if (!which || which(&c->hogs[i])) {
+			CPU_SET_S(c->hogs[i].cpu, setsize, set);
+			n++;
+		}
 	ctx_put();
-	return err;
+	return n;
+}
+
+int cpuhog_get_cpus(size_t setsize, cpu_set_t *set)
+{
+	return hog_cpu_set(setsize, set, NULL);
 }
 
 const char *cpuhog_version(void)

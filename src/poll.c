@@ -70,10 +70,10 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,8 +310,10 @@ void poll_unpark(struct hog *h)
 {
 	uint32_t idle = PARKED_IDLE;
 
+	if (!h->poller_on)
+		return; /* sleep mode: nothing to count */
 	atomic_fetch_add_explicit(&h->batches, 1, memory_order_relaxed);
-	if (h->poller_on && atomic_load(&h->poll_parked) == PARKED_IDLE &&
+	if (atomic_load(&h->poll_parked) == PARKED_IDLE &&
 	    atomic_compare_exchange_strong(&h->poll_parked, &idle, POLLING))
 		futex_wake(&h->poll_parked, 1);
 }
@@ -405,35 +407,18 @@ void poll_stop(struct hog *h)
 	h->poll_mask = NULL;
 }
 
+/* Polling now: not parked, and a beat within a tick (running, or about
+ * to run again). */
+static bool polling(const struct hog *h)
+{
+	uint64_t beat = atomic_load_explicit(&h->poll_beat,
+					     memory_order_relaxed);
+
+	return h->poller_on && beat && (int64_t)(now_ns() - beat) < 10000000 &&
+	       atomic_load(&h->poll_parked) == POLLING;
+}
+
 int cpuhog_get_polling(size_t setsize, cpu_set_t *set)
 {
-	struct ctx *c;
-	unsigned int i;
-	uint64_t beat;
-	int n = 0;
-
-	if (!set)
-		return -EINVAL;
-	c = ctx_get(&n);
-	if (!c)
-		return n;
-	if (setsize < CPU_ALLOC_SIZE(c->nr_cpu_ids)) {
-		ctx_put();
-		return -EINVAL;
-	}
-	CPU_ZERO_S(setsize, set);
-	for (i = 0; i < c->nr_hogs; i++) {
-		struct hog *h = &c->hogs[i];
-
-		beat = atomic_load_explicit(&h->poll_beat, memory_order_relaxed);
-		/* a beat within a tick: running, or about to again */
-		if (h->poller_on && beat &&
-		    (int64_t)(now_ns() - beat) < 10000000 &&
-		    atomic_load(&h->poll_parked) == POLLING) {
-			CPU_SET_S(h->cpu, setsize, set);
-			n++;
-		}
-	}
-	ctx_put();
-	return n;
+	return hog_cpu_set(setsize, set, polling);
 }
