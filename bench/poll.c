@@ -137,7 +137,7 @@ static double spin_elsewhere(unsigned int cpu, unsigned int ms)
 }
 
 /*
- * Throughput kept: alternate sleep and poll mode @rounds times, 200 ms
+ * Throughput kept: alternate sleep and poll mode @rounds times, 150 ms
  * each, on the remote CPU; the ratio of the sums.  Then the pollers' CPU
  * time over @idle_s of an idle machine, per polled CPU.
  */
@@ -157,13 +157,13 @@ void poll_costs(struct poll_cost *pc, unsigned int rounds, double idle_s)
 			pc->skip = "cpuhog_init failed";
 			return;
 		}
-		in_sleep += spin_elsewhere(bench_place.there, 200);
+		in_sleep += spin_elsewhere(bench_place.there, 150);
 		if (init_mode(true)) {
 			pc->skip = "the pollers could not start";
 			init_mode(false);
 			return;
 		}
-		in_poll += spin_elsewhere(bench_place.there, 200);
+		in_poll += spin_elsewhere(bench_place.there, 150);
 	}
 	pc->kept = in_sleep > 0 ? in_poll / in_sleep : 0;
 	usleep(20000);
