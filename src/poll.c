@@ -61,6 +61,15 @@
  * presence in place of its IPI.  A CPU whose poller does not answer in
  * CLAIM_NS gets its hog, as in sleep mode.
  *
+ * Within the process, SCHED_IDLE does not mean "only when nothing else
+ * runs": EEVDF may pick a poller over a runnable thread of ours (a new
+ * poller has no lag against it), and with HZ=250 and no preemption of a
+ * running fair task between ticks, that thread then waits up to 4 ms (a
+ * trace caught a caller waiting 4.5 ms behind its CPU's poller after its
+ * first stop_machine()).  So a poller calls sched_yield() every YIELD_NS:
+ * its deadline moves on and a runnable thread is picked; when none is,
+ * the call returns at once.
+ *
  * With cpuhog_attr.poll_ns the poller parks after that long without
  * work, and the hog unparks it after its next batch (Seastar's reactors
  * poll 200 us, then sleep).  A poller whose CPU went away parks and
@@ -88,6 +97,7 @@
 #define ASIDE_NS 100000000ull  /* stepped aside, look at the CPU this often */
 #define IDLE_ENOUGH 90         /* % idle over that time: poll again */
 #define AWAY_RETRY_NS 100000000ull /* off its CPU: look again this often */
+#define YIELD_NS 50000u       /* a poller yields this often (design note) */
 
 /* How a poller is parked: its hog's next batch ends only an idle park. */
 enum { POLLING, PARKED_IDLE, PARKED_TIMED, UNBORN };
@@ -135,7 +145,7 @@ static void ack(struct hog *h, uint32_t gen)
 }
 
 struct poller {
-	uint64_t prev, last_work, window, lost;
+	uint64_t prev, last_work, window, lost, yielded;
 	uint32_t batches;
 	int stat_fd; /* /proc/stat, for the CPU's idle time */
 	char *buf;
@@ -255,6 +265,12 @@ static void *poller_main(void *arg)
 			p.prev = p.last_work = p.window = now_ns();
 			p.lost = 0;
 			continue;
+		}
+		if (t - p.yielded > YIELD_NS) {
+			/* a runnable thread of ours goes first; the time it
+			 * takes counts as lost in the next round */
+			sched_yield();
+			p.yielded = t;
 		}
 		p.prev = t;
 		cpu_relax();
