@@ -23,6 +23,8 @@ static const char *init_mode(bool poll)
 {
 	struct cpuhog_attr a;
 	struct cpuhog_info in;
+	cpu_set_t set;
+	int k;
 
 	cpuhog_shutdown();
 	cpuhog_attr_init(&a);
@@ -31,8 +33,15 @@ static const char *init_mode(bool poll)
 		return "cpuhog_init failed";
 	if (poll && !(in.flags & CPUHOG_F_POLL))
 		return "the pollers could not start";
-	usleep(2000); /* the pollers reach their loop */
-	return NULL;
+	/* a new poller looks at its CPU for 100 ms before it polls */
+	for (k = 0; poll && k < 500; k++) {
+		if (cpuhog_get_polling(sizeof(set), &set) == (int)in.nr_hogs)
+			return NULL;
+		usleep(1000);
+	}
+	return poll ? "the pollers did not start polling within 500 ms "
+		      "(their CPUs were busy)"
+		    : NULL;
 }
 
 static const char *poll_setup(struct op *op)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Poll mode (CPUHOG_F_POLL): a poller per hogged CPU at SCHED_IDLE.
+ * Poll mode (CPUHOG_F_POLL): a poller per hogged CPU, polling at SCHED_IDLE.
  *
  * Why.  Waking a sleeping hog from another CPU costs an IPI and, on an
  * idle CPU, its exit from idle: 20-40 us here, which no design whose
@@ -70,6 +70,16 @@
  * its deadline moves on and a runnable thread is picked; when none is,
  * the call returns at once.
  *
+ * A new poller starts stepped aside: it polls once its CPU was idle
+ * for a whole look (100 ms after cpuhog_init() on an idle machine).  A
+ * short-lived process, or a forked child that calls a few times and
+ * exits, then never competes.  And a poller is SCHED_IDLE only while it
+ * polls: born SCHED_OTHER (never the creator's real time), it goes back
+ * to SCHED_OTHER when it parks, where the process may (see park()),
+ * because a thread must run to exit: a fork storm's children, whose
+ * SCHED_IDLE pollers sat on CPUs busy with the parent's calls, took up
+ * to a second each to be reaped, and the canary woke 130 ms late.
+ *
  * With cpuhog_attr.poll_ns the poller parks after that long without
  * work, and the hog unparks it after its next batch (Seastar's reactors
  * poll 200 us, then sleep).  A poller whose CPU went away parks and
@@ -89,8 +99,8 @@
 #include <unistd.h>
 
 #define CLAIM_NS 5000u        /* a producer leaves a running poller this */
-#define LIVE_NS 20000         /* a beat older than this: not running now
-				 (an interrupt may hold it a few us) */
+#define LIVE_NS 5000          /* a beat older than this: not running now
+				 (a preempted one would cost CLAIM_NS) */
 #define PAUSE_NS 20000u       /* shorter pauses: interrupts, VM exits */
 #define WINDOW_NS 10000000ull /* the poller keeps count of its lost time */
 #define LOST_MAX_NS 1000000ull /* others took more of a window: step aside */
@@ -100,13 +110,30 @@
 #define YIELD_NS 50000u       /* a poller yields this often (design note) */
 
 /* How a poller is parked: its hog's next batch ends only an idle park. */
-enum { POLLING, PARKED_IDLE, PARKED_TIMED, UNBORN };
+enum { POLLING, PARKED_IDLE, PARKED_TIMED };
 
-/* Park until unparked, stopped, or @deadline; producers see it at once. */
+/* The calling thread's policy: SCHED_IDLE to poll (resume()), SCHED_OTHER
+ * parked. */
+static void set_policy(int policy)
+{
+	struct sched_param sp = { 0 };
+
+	sched_setscheduler(0, policy, &sp);
+}
+
+/*
+ * Park until unparked, stopped, or @deadline; producers see it at once.
+ * Parked, a poller is SCHED_OTHER (born so; back from SCHED_IDLE where
+ * the process may: CAP_SYS_NICE, or RLIMIT_NICE 20): a thread must run
+ * to die, and a
+ * SCHED_IDLE one on a busy CPU waited up to a second to, holding up its
+ * process's exit (a forked child's waitpid() took 170-970 ms, not 3).
+ */
 static void park(struct hog *h, uint32_t how, uint64_t deadline)
 {
 	/* relaxed: a hint for producers, who then wake the hog themselves */
 	atomic_store_explicit(&h->poll_beat, 0, memory_order_relaxed);
+	set_policy(SCHED_OTHER); /* EPERM without the privilege: stays */
 	/* seq_cst store, then poll_unpark()'s or poll_stop()'s seq_cst
 	 * load: either they see us parked or we see their store */
 	atomic_store(&h->poll_parked, how);
@@ -191,6 +218,15 @@ static void aside(struct hog *h, struct poller *p)
 	}
 }
 
+/* Back to polling after a park: SCHED_IDLE, and the counts start over. */
+static void resume(struct poller *p)
+{
+	set_policy(SCHED_IDLE);
+	/* poll_ns counts from here too: work may come now */
+	p->prev = p->window = p->yielded = p->last_work = now_ns();
+	p->lost = 0;
+}
+
 /*
  * Whether this CPU is busy: others (our hog included) took more than
  * LOST_MAX_NS of the window.  Then step aside until it is idle again
@@ -212,8 +248,7 @@ static bool stepped_aside(struct hog *h, struct poller *p, uint64_t t)
 	p->prev = t;
 	if (p->lost > LOST_MAX_NS) {
 		aside(h, p);
-		p->prev = p->window = now_ns();
-		p->lost = 0;
+		resume(p);
 		return true;
 	}
 	return false;
@@ -224,8 +259,7 @@ static void away(struct hog *h, struct poller *p)
 {
 	park(h, PARKED_TIMED, deadline_in(AWAY_RETRY_NS));
 	pin_to(h->masksize, h->poll_mask, h->cpu);
-	p->prev = p->window = now_ns();
-	p->lost = 0;
+	resume(p);
 }
 
 static void *poller_main(void *arg)
@@ -236,14 +270,14 @@ static void *poller_main(void *arg)
 	uint32_t gen, acked = atomic_load(&c->sync_gen);
 	uint64_t t;
 
-	/* wait until poll_start() has made us SCHED_IDLE */
-	while (atomic_load(&h->poll_parked) == UNBORN)
-		futex_wait(&h->poll_parked, UNBORN, NO_DEADLINE);
 	/* the CPU lines of /proc/stat: 'cpuN' and ten numbers each */
 	p.bufsize = 256 + 160 * (size_t)c->nr_cpu_ids;
 	p.buf = malloc(p.bufsize);
 	p.stat_fd = p.buf ? open("/proc/stat", O_RDONLY | O_CLOEXEC) : -1;
-	p.prev = p.last_work = p.window = now_ns();
+	/* start as if stepped aside: poll only once the CPU was idle for a
+	 * whole look (a new poller would otherwise compete for it first) */
+	aside(h, &p);
+	resume(&p);
 	while (!atomic_load_explicit(&h->poll_stop, memory_order_relaxed)) {
 		/* a round: a few loads and two vDSO calls, ~50 ns; a pause
 		 * over PAUSE_NS: another task ran, or our hog */
@@ -262,8 +296,7 @@ static void *poller_main(void *arg)
 		claim(h);
 		if (c->poll_ns && t - p.last_work > c->poll_ns) {
 			park(h, PARKED_IDLE, NO_DEADLINE); /* to the next batch */
-			p.prev = p.last_work = p.window = now_ns();
-			p.lost = 0;
+			resume(&p);
 			continue;
 		}
 		if (t - p.yielded > YIELD_NS) {
@@ -384,12 +417,11 @@ int poll_start(struct hog *h)
 	pthread_attr_setstacksize(&pa, PTHREAD_STACK_MIN + 16384);
 	pthread_attr_setaffinity_np(&pa, h->masksize, h->poll_mask);
 	pthread_attr_setsigmask_np(&pa, &all);
-	/* not the creator's real time; glibc's attributes refuse SCHED_IDLE,
-	 * so the poller waits (UNBORN) until we have set it */
+	/* born SCHED_OTHER, not the creator's real time; it parks first and
+	 * turns SCHED_IDLE itself when it starts polling (resume()) */
 	pthread_attr_setinheritsched(&pa, PTHREAD_EXPLICIT_SCHED);
 	pthread_attr_setschedpolicy(&pa, SCHED_OTHER);
 	pthread_attr_setschedparam(&pa, &sp);
-	atomic_store(&h->poll_parked, UNBORN);
 	r = -pthread_create(&h->poller, &pa, poller_main, h);
 	pthread_attr_destroy(&pa);
 	if (r) {
@@ -398,15 +430,8 @@ int poll_start(struct hog *h)
 		return r;
 	}
 	h->poller_on = true;
-	r = -pthread_setschedparam(h->poller, SCHED_IDLE, &sp);
-	if (r) {
-		poll_stop(h); /* it exits without a round */
-		return r;
-	}
 	snprintf(name, sizeof(name), "cpuhog-p/%u", h->cpu % 1000000u);
 	pthread_setname_np(h->poller, name);
-	atomic_store(&h->poll_parked, POLLING);
-	futex_wake(&h->poll_parked, 1);
 	return 0;
 }
 
@@ -417,6 +442,9 @@ void poll_stop(struct hog *h)
 	atomic_store(&h->poll_stop, true);
 	if (atomic_exchange(&h->poll_parked, POLLING))
 		futex_wake(&h->poll_parked, 1);
+	/* a polling one is SCHED_IDLE: on a busy CPU it would wait long to
+	 * see the stop (where the process may raise it) */
+	pthread_setschedparam(h->poller, SCHED_OTHER, &(struct sched_param){ 0 });
 	pthread_join(h->poller, NULL);
 	h->poller_on = false;
 	CPU_FREE(h->poll_mask);

@@ -58,9 +58,11 @@ static void gather_modes(struct facts *f)
 	int k;
 
 	CPU_ZERO(&poll);
-	/* 200 ms: a poller that stepped aside while we started up looks
-	 * again after 100 ms */
-	for (k = 0; (f->in.flags & CPUHOG_F_POLL) && k < 20; k++) {
+	/* up to 500 ms: a new poller looks at its CPU for 100 ms first, and
+	 * one that stepped aside looks again every 100 ms */
+	for (k = 0; (f->in.flags & CPUHOG_F_POLL) && k < 50 &&
+		    CPU_COUNT(&poll) < (int)f->in.nr_hogs;
+	     k++) {
 		usleep(10000);
 		if (cpuhog_get_polling(sizeof(now), &now) > 0)
 			CPU_OR(&poll, &poll, &now);
