@@ -786,7 +786,7 @@ int cmd_bench(int argc, char **argv)
 	cpuhog_get_info(&in);
 	describe(&m, &in);
 	measure_idle(&id, o.quick ? 1.0 : 3.0);
-	poll_costs(&id.poll, o.quick ? 6 : 10, o.quick ? 0.5 : 2.0);
+	poll_costs(&id.poll, o.quick ? 7 : 11, o.quick ? 0.5 : 2.0);
 	if (o.json)
 		print_json(ops, n, &m, &id, &o);
 	else

@@ -84,6 +84,7 @@ struct poll_cost {
 	double kept, poller_share;
 	const char *skip;
 };
+#define POLL_COST_ROUNDS 16
 void poll_costs(struct poll_cost *pc, unsigned int rounds, double idle_s);
 /* CPU time of our threads whose name starts with @prefix, in ns. */
 unsigned long long bench_threads_runtime(const char *prefix);
