@@ -148,15 +148,15 @@ struct hog {
 	/* The work of multi-CPU calls, one at a time (serialized). */
 	struct work slot;
 
-	/* Poll mode (poll.c).  Written by the hog: a batch count, so that
-	 * its poller tells our own hog's runs from other tasks'. */
+	/* Poll mode (poll.c).  Written by the hog: its batch count, which
+	 * tells its poller when work last came (poll_ns). */
 	_Atomic uint32_t batches;
 	/* Written by the poller, read by producers: when it last looked
 	 * (0: parked), the last barrier it acknowledged, the wakes it took;
 	 * and the futex it parks on. */
 	alignas(CACHELINE) _Atomic uint64_t poll_beat;
 	_Atomic uint32_t poll_ack;
-	_Atomic uint32_t poll_parked; /* futex: 1 while the poller sleeps */
+	_Atomic uint32_t poll_parked; /* futex: how it is parked, 0 polling */
 	_Atomic uint64_t poll_claims, poll_fallbacks;
 	_Atomic bool poll_stop;
 	_Atomic bool poller_on; /* read by producers and the hog */
@@ -164,7 +164,7 @@ struct hog {
 	pthread_t poller;
 };
 
-/* stop_machine.c */
+struct stop_state; /* stop_machine.c */
 
 struct ctx {
 	unsigned int nr_cpu_ids;
