@@ -27,11 +27,10 @@ static void init_poll(uint64_t poll_ns)
 	assert_int_equal(cpuhog_init(&a), 0);
 }
 
-/* Each thread of ours whose name starts with @prefix: its policy and its
- * state letter from /proc.  Returns how many; *bad counts those with
- * policy @not_policy or state other than @state (0: any). */
-static int threads_named(const char *prefix, int not_policy, char state,
-			 int *bad)
+/* Each thread of ours whose name starts with @prefix, and its state
+ * letter from /proc.  Returns how many; *bad counts those in a state
+ * other than @state (0: any).  Policies: poller_policies(). */
+static int threads_named(const char *prefix, char state, int *bad)
 {
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *e;
@@ -49,8 +48,6 @@ static int threads_named(const char *prefix, int not_policy, char state,
 		if (strncmp(buf, prefix, strlen(prefix)))
 			continue;
 		n++;
-		if (sched_getscheduler(tid) == not_policy)
-			++*bad;
 		snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
 		t_slurp(path, buf, sizeof(buf));
 		p = strrchr(buf, ')');
@@ -95,7 +92,7 @@ static void poll_calls_keep_promises(void **state)
 	assert_int_equal(in.queued, in.run + in.refused);
 	cpuhog_shutdown();
 	/* after shutdown no poller is left */
-	assert_int_equal(threads_named("cpuhog-p/", -1, 0, &(int){ 0 }), 0);
+	assert_int_equal(threads_named("cpuhog-p/", 0, &(int){ 0 }), 0);
 }
 
 /* Wait up to @ms for a poller to poll (a new one first looks at its CPU
@@ -171,7 +168,7 @@ static void pollers_never_real_time(void **state)
 			 (int)t_nth_cpu(1));
 	check_pollers_over(100);
 	/* every hog asleep: nothing spins at real time without work */
-	n = threads_named("cpuhog/", -1, 'S', &bad);
+	n = threads_named("cpuhog/", 'S', &bad);
 	assert_true(n >= 1);
 	assert_int_equal(bad, 0);
 	cpuhog_shutdown();
@@ -191,7 +188,7 @@ static void poll_ns_parks_pollers(void **state)
 			 (int)t_nth_cpu(1));
 	t_sleep_ms(50); /* 2 ms without work: parked, not polling */
 	assert_int_equal(cpuhog_get_polling(sizeof(set), &set), 0);
-	n = threads_named("cpuhog-p/", -1, 'S', &bad);
+	n = threads_named("cpuhog-p/", 'S', &bad);
 	assert_true(n >= 1);
 	assert_int_equal(bad, 0);
 	for (i = 0; i < 100; i++)
