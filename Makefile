@@ -7,12 +7,14 @@
 #                   Debian), then runs cpuhog bench --quick
 #   make check      installs what the tests need (the same way), builds
 #                   the tests and runs them all
+#   make check-smp  the same tests inside emulated QEMU guests with SMP
+#                   vCPUs each (default 8; SMP="4 16 64" for several)
 BUILD    ?= build
 PREFIX   ?= /usr/local
 JOBS     ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run check check-asan check-tsan soak install uninstall clean format
+.PHONY: all deps build run check check-asan check-tsan check-smp soak install uninstall clean format
 
 all: build
 
@@ -46,6 +48,15 @@ check-asan:
 check-tsan:
 	TSAN_OPTIONS=die_after_fork=0:halt_on_error=1:second_deadlock_stack=1 \
 	$(MAKE) check BUILD=build-tsan CMAKE_FLAGS="-DCPUHOG_SANITIZE=thread"
+
+# The suite in software-emulated guests with more CPUs than this machine
+# has (scripts/smp-guest.sh: installs QEMU, busybox and a Debian kernel
+# into a cache; nothing into /boot).
+SMP ?= 8
+check-smp: deps
+	cmake -S . -B $(BUILD) -DCPUHOG_TESTS=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j$(JOBS)
+	bash scripts/smp-guest.sh $(BUILD) $(SMP)
 
 # The long reliability run: minutes of soak, hundreds of hotplug cycles,
 # 30 s of CPU offline per multi-CPU call kind.

@@ -190,7 +190,12 @@ struct cpuhog_info {
 	uint64_t poll_claims;
 	uint64_t poll_fallbacks;
 	uint64_t poll_sync_acks;
-	uint64_t reserved_[4];
+	/* Naps of 4 ms a multi-CPU call took after it ended, because a CPU
+	 * was half-way through going offline (the kernel's threads must run
+	 * on the CPUs left); a CPU that is merely out of the cpuset costs
+	 * none. */
+	uint64_t transit_naps;
+	uint64_t reserved_[3];
 };
 
 /*

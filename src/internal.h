@@ -36,6 +36,7 @@
 #define hog_cpu_set cpuhog_i_hog_cpu_set
 #define hog_of cpuhog_i_hog_of
 #define hog_usable cpuhog_i_hog_usable
+#define mask_allows cpuhog_i_mask_allows
 #define multi_lock cpuhog_i_multi_lock
 #define multi_push cpuhog_i_multi_push
 #define multi_reserve cpuhog_i_multi_reserve
@@ -186,9 +187,11 @@ struct ctx {
 	struct group group;
 	struct hog **msel; /* nr_hogs entries, under multi_lock */
 	cpu_set_t *mscratch; /* for hog_usable(), under multi_lock */
+	cpu_set_t *mscratch2; /* for in_transit(), under multi_lock */
 	uint32_t *mflags;  /* work flags per msel entry, under multi_lock */
 	struct stop_state *stop;
 	_Atomic uint64_t stops, stop_timeouts, holds_released;
+	_Atomic uint64_t transit_naps; /* multi_unlock()'s hotplug naps */
 
 	/* Poll mode: hog_synchronize()'s generation, the pollers' acks. */
 	_Atomic uint32_t sync_gen;
@@ -260,6 +263,8 @@ HIDDEN unsigned int possible_cpus(void);
 HIDDEN int read_cpulist(const char *path, size_t setsize, cpu_set_t *set,
 			 unsigned int max);
 HIDDEN bool affine_only(pid_t tid, size_t setsize, cpu_set_t *scratch,
+			unsigned int cpu);
+HIDDEN bool mask_allows(pid_t tid, size_t setsize, cpu_set_t *scratch,
 			unsigned int cpu);
 HIDDEN bool pinned_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu);
 HIDDEN int pin_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu);

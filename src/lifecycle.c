@@ -105,6 +105,7 @@ static void ctx_free(struct ctx *c)
 	free(c->msel);
 	free(c->mflags);
 	CPU_FREE(c->mscratch);
+	CPU_FREE(c->mscratch2);
 	stop_state_free(c->stop);
 	free(c);
 }
@@ -291,8 +292,9 @@ static int ctx_alloc(struct ctx *c, unsigned int n)
 	c->msel = calloc(n ? n : 1, sizeof(*c->msel));
 	c->mflags = calloc(n ? n : 1, sizeof(*c->mflags));
 	c->mscratch = CPU_ALLOC(c->nr_cpu_ids);
+	c->mscratch2 = CPU_ALLOC(c->nr_cpu_ids);
 	c->stop = stop_state_alloc(c);
-	if (!c->by_cpu || !c->hogs || !c->msel || !c->mflags || !c->mscratch ||
+	if (!c->by_cpu || !c->hogs || !c->msel || !c->mflags || !c->mscratch || !c->mscratch2 ||
 	    !c->stop)
 		return -ENOMEM;
 	memset(c->hogs, 0, sizeof(struct hog) * (n ? n : 1));
@@ -542,6 +544,8 @@ int cpuhog_get_info(struct cpuhog_info *info)
 	info->poll_fallbacks = sum(c, offsetof(struct hog, poll_fallbacks));
 	info->poll_sync_acks =
 		atomic_load_explicit(&c->poll_sync_acks, memory_order_relaxed);
+	info->transit_naps =
+		atomic_load_explicit(&c->transit_naps, memory_order_relaxed);
 	ctx_put();
 	return 0;
 }

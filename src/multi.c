@@ -21,10 +21,13 @@
 #define TRANSIT_CHECK_NS 5000000u /* how often sysfs is read for that */
 
 /*
- * Whether a CPU whose hog is away is still listed online: it is on its
- * way out (or in), and the kernel is in the middle of a hotplug that
- * waits for its own threads on the CPUs left.  Read from sysfs at most
- * once per TRANSIT_CHECK_NS, under the multi-CPU lock.
+ * Whether a CPU whose hog is away is still listed online and still in
+ * the hog's own mask: it is on its way out (or in), and the kernel is in
+ * the middle of a hotplug that waits for its own threads on the CPUs
+ * left.  A CPU that left the process's cpuset is online too, for good,
+ * but gone from the mask (the kernel rewrote it): no hotplug waits on it,
+ * and calls must not be slowed while it stays out.  Read from sysfs and
+ * /proc at most once per TRANSIT_CHECK_NS, under the multi-CPU lock.
  */
 static bool in_transit(struct ctx *c, uint64_t now)
 {
@@ -38,11 +41,14 @@ static bool in_transit(struct ctx *c, uint64_t now)
 	if (read_cpulist("/sys/devices/system/cpu/online", sz, c->mscratch,
 			 c->nr_cpu_ids) <= 0)
 		return false;
-	for (i = 0; i < c->nr_hogs; i++)
-		if (atomic_load_explicit(&c->hogs[i].away,
-					 memory_order_relaxed) &&
-		    CPU_ISSET_S(c->hogs[i].cpu, sz, c->mscratch))
+	for (i = 0; i < c->nr_hogs && !c->transit; i++) {
+		struct hog *h = &c->hogs[i];
+
+		if (atomic_load_explicit(&h->away, memory_order_relaxed) &&
+		    CPU_ISSET_S(h->cpu, sz, c->mscratch) &&
+		    mask_allows(h->tid, sz, c->mscratch2, h->cpu))
 			c->transit = true;
+	}
 	return c->transit;
 }
 
@@ -70,6 +76,8 @@ void multi_unlock(struct ctx *c)
 	if (i < c->nr_hogs) {
 		now = now_ns();
 		if (in_transit(c, now)) {
+			atomic_fetch_add_explicit(&c->transit_naps, 1,
+						  memory_order_relaxed);
 			nanosleep(&(struct timespec){ 0, TRANSIT_NS }, NULL);
 		} else if (now >= c->backoff_at) {
 			nanosleep(&(struct timespec){ 0, BACKOFF_NS }, NULL);

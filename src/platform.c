@@ -6,6 +6,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <stdio.h>
@@ -65,26 +66,20 @@ void futex_wake(_Atomic uint32_t *addr, int n)
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
-/*
- * Parse a sysfs CPU list ("0-3,8") into @set, bits >= @max ignored.
- * Returns the number of CPUs read, or -1 if the file cannot be read.
- */
-int read_cpulist(const char *path, size_t setsize, cpu_set_t *set,
-		 unsigned int max)
+/* Parse a CPU list ("0-3,8") at @p, up to its line's end, into @set;
+ * bits >= @max ignored.  Returns the number of CPUs read. */
+static int parse_cpulist(char *p, size_t setsize, cpu_set_t *set,
+			 unsigned int max)
 {
 	unsigned int lo, hi, cpu;
-	char buf[4096], *p, *save;
-	FILE *f = fopen(path, "re");
+	char *save, *end = strchr(p, '\n');
 	int n = 0;
 
-	if (!f)
-		return -1;
+	if (end)
+		*end = 0;
 	if (set)
 		CPU_ZERO_S(setsize, set);
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
-	for (p = strtok_r(buf, ",\n", &save); p; p = strtok_r(NULL, ",\n", &save)) {
+	for (p = strtok_r(p, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
 		int k = sscanf(p, "%u-%u", &lo, &hi);
 
 		if (k < 1)
@@ -96,6 +91,53 @@ int read_cpulist(const char *path, size_t setsize, cpu_set_t *set,
 				CPU_SET_S(cpu, setsize, set);
 	}
 	return n;
+}
+
+/*
+ * Parse a sysfs CPU list file into @set, bits >= @max ignored.
+ * Returns the number of CPUs read, or -1 if the file cannot be read.
+ */
+int read_cpulist(const char *path, size_t setsize, cpu_set_t *set,
+		 unsigned int max)
+{
+	char buf[4096];
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return -1;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return parse_cpulist(buf, setsize, set, max);
+}
+
+/*
+ * Whether thread @tid of this process may run on @cpu by its own mask,
+ * not masked with the active CPUs as sched_getaffinity() reports it
+ * (/proc's Cpus_allowed_list): true for a CPU that is going offline,
+ * false for one that left the cpuset.  true when it cannot tell.
+ */
+bool mask_allows(pid_t tid, size_t setsize, cpu_set_t *scratch,
+		 unsigned int cpu)
+{
+	char path[64], buf[8192], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	p = strstr(buf, "\nCpus_allowed_list:");
+	if (!p)
+		return true;
+	parse_cpulist(p + 19, setsize, scratch, cpu + 1);
+	return CPU_ISSET_S(cpu, setsize, scratch);
 }
 
 /* One more than the highest CPU number the kernel may ever bring up. */

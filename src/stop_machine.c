@@ -224,7 +224,7 @@ static uint64_t after_prepare(struct stop_state *st, uint32_t gen)
  */
 static bool pass(struct stop_state *st, uint32_t gen, unsigned int ph)
 {
-	uint64_t v = load_word(st), nv;
+	uint64_t v = load_word(st), nv, t = ph == PH_HOLD ? now_ns() : 0;
 
 	for (;;) {
 		if (GEN(v) != gen || PHASE(v) != ph)
@@ -243,9 +243,10 @@ static bool pass(struct stop_state *st, uint32_t gen, unsigned int ph)
 			break;
 		v = load_word(st);
 	}
+	/* the time taken before the CAS: a hog that sees RUN and reads the
+	 * clock afterwards never finds RUN begun after its own "now" */
 	if (PHASE(nv) == PH_RUN)
-		atomic_store_explicit(&st->run_at, now_ns(),
-				      memory_order_relaxed);
+		atomic_store_explicit(&st->run_at, t, memory_order_relaxed);
 	return PHASE(nv) < PH_TIMEDOUT;
 }
 
@@ -317,7 +318,7 @@ static bool run_too_long(struct stop_state *st, uint32_t gen, uint64_t now)
 {
 	uint64_t at = atomic_load_explicit(&st->run_at, memory_order_relaxed);
 
-	if (!at || now - at <= st->ctx->overrun_ns)
+	if (!at || now < at || now - at <= st->ctx->overrun_ns)
 		return false;
 	atomic_store_explicit(&st->released, gen, memory_order_relaxed);
 	return true;

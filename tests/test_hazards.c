@@ -258,7 +258,9 @@ static bool move_threads(const char *dir)
 
 static void cpuset_child(void *arg)
 {
+	struct cpuhog_info in;
 	unsigned int cpu = 1;
+	int i;
 
 	(void)arg;
 	if (hog_one_cpu(cpu, where, NULL) != (int)cpu)
@@ -268,6 +270,16 @@ static void cpuset_child(void *arg)
 	/* the kernel broke the hog's affinity: its work is refused */
 	if (hog_one_cpu(cpu, where, NULL) != -ENOENT)
 		_exit(5);
+	/* out of the cpuset but online: no hotplug waits on it, and the
+	 * multi-CPU calls must not nap for one (they napped 4 ms each) */
+	for (i = 0; i < 50; i++)
+		if (hog_synchronize() != 0)
+			_exit(8);
+	if (cpuhog_get_info(&in) != 0 || in.transit_naps != 0) {
+		fprintf(stderr, "%llu transit naps with CPU 1 out of the "
+			"cpuset\n", (unsigned long long)in.transit_naps);
+		_exit(9);
+	}
 	if (!write_file(cg, "cpuset.cpus", "0-1"))
 		_exit(6);
 	/* the CPU is back: the hog pins itself again and is usable */
