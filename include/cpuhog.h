@@ -129,9 +129,11 @@ struct cpuhog_attr {
 	 * Also how long stop_machine() holds the other CPUs for a fn that
 	 * has not returned (see there); UINT64_MAX: never reported. */
 	uint64_t overrun_ns;
-	/* stop_machine()/stop_two_cpus() give up if the hogs have not all
-	 * arrived and been held by then; 0: 200 ms; CPUHOG_NO_TIMEOUT:
-	 * wait for ever (the waiting hogs sleep). */
+	/* stop_machine()/stop_two_cpus() give up when no hog arrived for
+	 * this long (from the call, then from the latest arrival), or the
+	 * hogs were not all held this long after the last arrival; 0:
+	 * 200 ms; CPUHOG_NO_TIMEOUT: wait for ever (the waiting hogs
+	 * sleep). */
 	uint64_t stop_timeout_ns;
 	/* A caller waiting for a hog on another CPU spins this long before
 	 * it sleeps; 0: 50 us; CPUHOG_NO_SPIN: never spin; at most one
@@ -333,9 +335,13 @@ CPUHOG_API int try_hog_cpus(size_t setsize, const cpu_set_t *cpus,
  * examples/stop_machine.c), or the change must be one instruction's
  * worth (examples/livepatch.c).  Each hog serializes its core
  * before it leaves, so code that fn rewrote is safe to run afterwards.
- * No setup, no allocation, no thread creation on its path.  If the hogs
- * have not all arrived and been held within cpuhog_attr.stop_timeout_ns,
- * it releases every CPU and returns -ETIMEDOUT with fn run nowhere.
+ * No setup, no allocation, no thread creation on its path.  If no hog
+ * arrived for cpuhog_attr.stop_timeout_ns (counted from the call, then
+ * from the latest arrival), or the hogs were not all held within that
+ * long of the last arrival, it releases every CPU and returns -ETIMEDOUT
+ * with fn run nowhere.  So a CPU held by someone else fails the stop in
+ * about stop_timeout_ns, while a machine whose CPUs all come, only
+ * slowly (an overcommitted VM), still gets its stop.
  * Offline CPUs (and CPUs that left the cpuset) take no part: nothing of
  * ours runs there.
  *

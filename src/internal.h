@@ -226,7 +226,8 @@ HIDDEN int64_t multi_reserve(struct ctx *c, unsigned int n,
 HIDDEN void multi_push(struct ctx *c, unsigned int n, uint32_t gen,
 		       cpuhog_fn_t fn, void *arg, uint32_t flags);
 HIDDEN int multi_wait(struct ctx *c, uint64_t deadline,
-		      int (*poll)(struct ctx *c, bool timed_out));
+		      int (*poll)(struct ctx *c, bool timed_out,
+				  uint64_t *deadline));
 HIDDEN int multi_result(struct ctx *c, unsigned int n, bool *ran_any);
 HIDDEN void group_kick(struct group *g);
 HIDDEN int multi_lock(struct ctx *c, bool try);

@@ -239,10 +239,11 @@ static void multi_spin(struct ctx *c)
 /*
  * Wait until every work of the current call has finished.  @poll, if
  * given, is asked on every wake-up and at @deadline (timed_out), and ends
- * the wait early by returning an error.
+ * the wait early by returning an error; going on past a deadline, it
+ * sets the next one.
  */
 int multi_wait(struct ctx *c, uint64_t deadline,
-	       int (*poll)(struct ctx *c, bool timed_out))
+	       int (*poll)(struct ctx *c, bool timed_out, uint64_t *deadline))
 {
 	struct group *g = &c->group;
 	bool timed_out = false;
@@ -256,10 +257,9 @@ int multi_wait(struct ctx *c, uint64_t deadline,
 		s = atomic_load_explicit(&g->seq, memory_order_acquire);
 		if (!pending(c))
 			return 0;
-		if (poll && (r = poll(c, timed_out)) < 0)
+		/* poll moves the deadline on when it chooses to go on */
+		if (poll && (r = poll(c, timed_out, &deadline)) < 0)
 			return r;
-		if (timed_out)
-			deadline = NO_DEADLINE; /* poll chose to go on */
 		if (!(s & 1)) {
 			/* acquire on failure: re-read the event it carries */
 			if (!atomic_compare_exchange_weak_explicit(

@@ -16,6 +16,11 @@
  *   RUN       fn runs on the CPUs asked for; the others spin.
  *   EXIT      every hog serializes its core and leaves.
  *   TIMEDOUT  the deadline passed in PREPARE or HOLD: fn ran nowhere.
+ *             The deadline is stop_timeout_ns after the call began or
+ *             after the latest arrival, whichever is later: a stop gives
+ *             up when no CPU came for that long, not when many CPUs came
+ *             slowly (an overcommitted VM runs its vCPUs late, and at 8
+ *             emulated vCPUs bringing all in took 75-440 ms).
  *   NOCPU     a CPU that had to take part declined, or none arrived, or
  *             a held CPU left before RUN: fn ran nowhere.
  *
@@ -98,8 +103,9 @@ struct stop_state {
 	_Atomic int ret;	     /* first non-zero return of fn */
 	_Atomic uint64_t run_at;     /* when RUN began */
 	/* Read by hogs before RUN, when a stale one may still read them
-	 * while the next call writes: atomics, relaxed. */
-	_Atomic uint64_t deadline, spin_ns;
+	 * while the next call writes: atomics, relaxed.  The deadline
+	 * moves on with each arrival (see extend()). */
+	_Atomic uint64_t deadline, spin_ns, timeout_ns;
 	/* Read by hogs only in RUN, which ends before the call returns. */
 	bool fn_one;
 	cpuhog_fn_t fn;
@@ -205,6 +211,19 @@ static bool tally(struct stop_state *st, uint32_t gen, bool hold, bool gone)
 	return true;
 }
 
+/* An arrival: the deadline is stop_timeout_ns from now, if that is later. */
+static void extend(struct stop_state *st)
+{
+	uint64_t d = relaxed(&st->deadline);
+	uint64_t nd = deadline_in(relaxed(&st->timeout_ns));
+
+	/* relaxed: a time, read by hogs and the caller at their next look */
+	while (d < nd && !atomic_compare_exchange_weak_explicit(
+				 &st->deadline, &d, nd, memory_order_relaxed,
+				 memory_order_relaxed))
+		;
+}
+
 /* The last arrival's choice: HOLD with the holders counted, or NOCPU. */
 static uint64_t after_prepare(struct stop_state *st, uint32_t gen)
 {
@@ -245,7 +264,7 @@ static bool pass(struct stop_state *st, uint32_t gen, unsigned int ph)
 	}
 	/* the time taken before the CAS: a hog that sees RUN and reads the
 	 * clock afterwards never finds RUN begun after its own "now" */
-	if (PHASE(nv) == PH_RUN)
+	if (ph == PH_HOLD && PHASE(nv) == PH_RUN)
 		atomic_store_explicit(&st->run_at, t, memory_order_relaxed);
 	return PHASE(nv) < PH_TIMEDOUT;
 }
@@ -253,8 +272,7 @@ static bool pass(struct stop_state *st, uint32_t gen, unsigned int ph)
 /* PREPARE: spin for a while, then sleep, until everyone has arrived. */
 static bool await_arrivals(struct stop_state *st, uint32_t gen)
 {
-	uint64_t spin_end = deadline_in(relaxed(&st->spin_ns)), t;
-	uint64_t deadline = relaxed(&st->deadline);
+	uint64_t spin_end = deadline_in(relaxed(&st->spin_ns)), t, deadline;
 	unsigned int k = 0;
 
 	for (;;) {
@@ -269,6 +287,7 @@ static bool await_arrivals(struct stop_state *st, uint32_t gen)
 			continue;
 		}
 		t = now_ns(); /* every 16 turns: the deadline, then the spin */
+		deadline = relaxed(&st->deadline);
 		if (t > deadline)
 			abandon(st, gen, PH_TIMEDOUT);
 		else if (t < spin_end)
@@ -358,7 +377,6 @@ static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
 			unsigned int ph)
 {
 	uint64_t look = now_ns() + LOOK_NS, t;
-	uint64_t deadline = relaxed(&st->deadline);
 	unsigned int k = 0;
 	bool asleep = false;
 
@@ -377,7 +395,7 @@ static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
 		if ((++k & 63) != 0 || (t = now_ns()) < look)
 			continue;
 		look = t + LOOK_NS;
-		if (ph == PH_HOLD && t > deadline)
+		if (ph == PH_HOLD && t > relaxed(&st->deadline))
 			abandon(st, gen, PH_TIMEDOUT);
 		else if (ph == PH_HOLD && hold_lost(st, h, gen, t))
 			abandon(st, gen, PH_NOCPU);
@@ -428,8 +446,10 @@ static int stop_cpu(void *arg)
 	uint32_t gen = h->slot.gen;
 	bool hold = !h->off_cpu;
 
-	if (!tally(st, gen, hold, !hold && (h->slot.flags & W_F_NEEDED)) ||
-	    !pass(st, gen, PH_PREPARE) || !hold || !await_arrivals(st, gen))
+	if (!tally(st, gen, hold, !hold && (h->slot.flags & W_F_NEEDED)))
+		goto out;
+	extend(st);
+	if (!pass(st, gen, PH_PREPARE) || !hold || !await_arrivals(st, gen))
 		goto out;
 	/* relaxed: others read it only with a heartbeat, as a hint whose
 	 * check (pinned_to) is a system call of its own */
@@ -449,15 +469,19 @@ out:
 }
 
 /* multi_wait()'s poll: end the wait once abandoned; at the deadline,
- * abandon, unless fn is already running. */
-static int stop_poll(struct ctx *c, bool timed_out)
+ * wait on if an arrival moved it, else abandon, unless fn is already
+ * running (then wait for ever: the hold limits bound fn). */
+static int stop_poll(struct ctx *c, bool timed_out, uint64_t *deadline)
 {
 	struct stop_state *st = c->stop;
-	uint64_t v = load_word(st);
+	uint64_t v = load_word(st), d = relaxed(&st->deadline);
 
-	if (timed_out) {
+	if (timed_out && d > now_ns()) {
+		*deadline = d;
+	} else if (timed_out) {
 		abandon(st, GEN(v), PH_TIMEDOUT);
 		v = load_word(st);
+		*deadline = NO_DEADLINE;
 	}
 	return PHASE(v) >= PH_TIMEDOUT ? -ECANCELED : 0;
 }
@@ -501,6 +525,8 @@ static int stop_run(struct ctx *c, unsigned int n, cpuhog_fn_t fn, void *data,
 	st->fn_one = fn_one;
 	/* relaxed, all: multi_push()'s seq_cst pushes publish them */
 	atomic_store_explicit(&st->deadline, deadline, memory_order_relaxed);
+	atomic_store_explicit(&st->timeout_ns, c->stop_timeout_ns,
+			      memory_order_relaxed);
 	atomic_store_explicit(&st->spin_ns, c->spin_ns, memory_order_relaxed);
 	atomic_store_explicit(&st->fn_claimed, 0, memory_order_relaxed);
 	atomic_store_explicit(&st->ret, 0, memory_order_relaxed);
