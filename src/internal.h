@@ -162,6 +162,8 @@ struct hog {
 	_Atomic bool poll_stop;
 	_Atomic bool poller_on; /* read by producers and the hog */
 	cpu_set_t *poll_mask; /* the poller's scratch for pin_to() */
+	int poll_fd;    /* the poller's /proc/stat, -1 when it has none */
+	char *poll_buf; /* and its buffer: ctx_free() frees both in a fork */
 	pthread_t poller;
 };
 

@@ -99,6 +99,12 @@ static void ctx_free(struct ctx *c)
 		free(c->hogs[i].mask);
 		if (c->hogs[i].status_fd >= 0)
 			close(c->hogs[i].status_fd);
+		/* a poller's, left by fork() in an inherited context (a
+		 * stopped poller has already let go of them) */
+		if (c->hogs[i].poll_fd >= 0)
+			close(c->hogs[i].poll_fd);
+		free(c->hogs[i].poll_buf);
+		CPU_FREE(c->hogs[i].poll_mask);
 	}
 	free(c->hogs);
 	free(c->by_cpu);
@@ -247,6 +253,7 @@ static int hog_start(struct ctx *c, struct hog *h, unsigned int cpu)
 	h->cpu = cpu;
 	h->ctx = c;
 	h->status_fd = -1;
+	h->poll_fd = -1;
 	h->masksize = CPU_ALLOC_SIZE(c->nr_cpu_ids);
 	h->mask = CPU_ALLOC(c->nr_cpu_ids);
 	if (!h->mask)

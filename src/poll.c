@@ -274,6 +274,10 @@ static void *poller_main(void *arg)
 	p.bufsize = 256 + 160 * (size_t)c->nr_cpu_ids;
 	p.buf = malloc(p.bufsize);
 	p.stat_fd = p.buf ? open("/proc/stat", O_RDONLY | O_CLOEXEC) : -1;
+	/* the context owns them too: a forked child, where this thread
+	 * does not exist, frees them with its inherited context */
+	h->poll_fd = p.stat_fd;
+	h->poll_buf = p.buf;
 	/* start as if stepped aside: poll only once the CPU was idle for a
 	 * whole look (a new poller would otherwise compete for it first) */
 	aside(h, &p);
@@ -308,6 +312,8 @@ static void *poller_main(void *arg)
 		p.prev = t;
 		cpu_relax();
 	}
+	h->poll_fd = -1;
+	h->poll_buf = NULL;
 	if (p.stat_fd >= 0)
 		close(p.stat_fd);
 	free(p.buf);

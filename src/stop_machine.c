@@ -346,7 +346,11 @@ static bool run_too_long(struct stop_state *st, uint32_t gen, uint64_t now)
 #define NAP_NS 200000u /* a back-off in HOLD */
 
 /*
- * HOLD has lasted LOOK_NS: a hog we wait for cannot run.  It may be
+ * HOLD has made no progress for LOOK_NS: a hog we wait for cannot run.
+ * (While acknowledgements still come in, nobody backs off: hogs that
+ * backed off after a fixed LOOK_NS, whatever happened meanwhile, came
+ * one by one at 4 emulated vCPUs, each backed off before the last one
+ * came, and stops timed out with every CPU taking part.)  It may be
  * queued behind a thread at our priority (another process's hog spinning
  * in a stop of its own, which in turn waits for a thread that we keep off
  * our CPU), or moved by a CPU going offline onto a CPU whose hog spins
@@ -377,11 +381,12 @@ static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
 			unsigned int ph)
 {
 	uint64_t look = now_ns() + LOOK_NS, t;
-	unsigned int k = 0;
+	unsigned int k = 0, fewest = UINT_MAX;
 	bool asleep = false;
 
 	for (;;) {
 		uint64_t v = load_word(st);
+		bool moved;
 
 		if (GEN(v) != gen || PHASE(v) >= PH_TIMEDOUT)
 			return false;
@@ -395,11 +400,16 @@ static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
 		if ((++k & 63) != 0 || (t = now_ns()) < look)
 			continue;
 		look = t + LOOK_NS;
+		/* HOLD made progress since the last look: fewer hogs to
+		 * come than ever before (others' back-offs add and take
+		 * back one each, which is no progress) */
+		moved = COUNT(v) < fewest;
+		fewest = moved ? COUNT(v) : fewest;
 		if (ph == PH_HOLD && t > relaxed(&st->deadline))
 			abandon(st, gen, PH_TIMEDOUT);
 		else if (ph == PH_HOLD && hold_lost(st, h, gen, t))
 			abandon(st, gen, PH_NOCPU);
-		else if (ph == PH_HOLD)
+		else if (ph == PH_HOLD && !moved)
 			back_off(st, gen);
 		else
 			asleep = hold_lost(st, h, gen, t) ||

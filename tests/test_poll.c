@@ -440,6 +440,59 @@ static void barrier_orders_a_running_thread(void **state)
 		       "not have been seen");
 }
 
+/* Descriptors of this process open on /proc/stat. */
+static int stat_fds(void)
+{
+	char path[64], to[64];
+	int fd, n = 0;
+
+	for (fd = 0; fd < 1024; fd++) {
+		ssize_t k;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		k = readlink(path, to, sizeof(to) - 1);
+		if (k > 0) {
+			to[k] = 0;
+			n += strcmp(to, "/proc/stat") == 0;
+		}
+	}
+	return n;
+}
+
+static void fork_child_frees(void *arg)
+{
+	(void)arg;
+	/* the parent's context is inherited here, its pollers are not */
+	if (hog_one_cpu(t_nth_cpu(0), where, NULL) < 0)
+		_exit(3);
+	cpuhog_shutdown();
+	_exit(stat_fds() > 60 ? 60 : stat_fds());
+}
+
+/*
+ * A forked child frees what the parent's pollers held: their /proc/stat
+ * descriptors (2 were left open after the child's re-init and shutdown,
+ * at every fork depth) and buffers.
+ */
+static void forked_child_frees_poller_state(void **state)
+{
+	int status, before;
+
+	(void)state;
+	if (T_TSAN)
+		t_skip("TSan cannot start threads in a forked child");
+	before = stat_fds();
+	init_poll(0);
+	/* every poller has opened its descriptor by its first beat */
+	t_sleep_ms(50);
+	status = t_in_child(fork_child_frees, NULL);
+	assert_true(WIFEXITED(status));
+	print_message("child: %d /proc/stat descriptors after shutdown\n",
+		      WEXITSTATUS(status));
+	assert_int_equal(WEXITSTATUS(status), before);
+	cpuhog_shutdown();
+}
+
 T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(pollers_idle_under_rt_creator),
 	cmocka_unit_test(polling_reported),
@@ -449,4 +502,5 @@ T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(poll_ns_parks_pollers),
 	cmocka_unit_test(poll_from_environment),
 	cmocka_unit_test(busy_cpu_falls_back),
+	cmocka_unit_test(forked_child_frees_poller_state),
 }))
