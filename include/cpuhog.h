@@ -212,6 +212,10 @@ CPUHOG_API void cpuhog_attr_init(struct cpuhog_attr *attr);
  * @attr: options, or NULL for the defaults.
  *
  * Optional: every call below initialises with the defaults if needed.
+ * After fork() the child has no hogs; its first call makes them with the
+ * attributes the parent's hogs were made with (flags, priority, timeouts,
+ * poll_ns, the CPU set), as a child inherits its parent's affinity.  An
+ * explicit cpuhog_init() in the child uses what it is given instead.
  * Context: may sleep; not from hog context.
  * Returns 0; -EALREADY if already initialised (nothing changes); -EINVAL
  * for a bad @attr; -ENOENT if no CPU of the set can be hogged; -EDEADLK

@@ -168,6 +168,13 @@ t() {
 		echo "smp-hang: $name ran past ${limit} s; its threads:"
 		# setsid made the test its session's leader
 		for s in $(pgrep -s $pid 2>/dev/null || echo $pid); do threads $s; done
+		# where the running ones are (for addr2line on the host)
+		for s in $(pgrep -s $pid 2>/dev/null || echo $pid); do
+			for t in /proc/$s/task/*; do
+				grep -q '^[^)]*) R' $t/stat 2>/dev/null &&
+					/bin/hang-probe ${t##*/} | sed 's/^/smp-hang:   /'
+			done
+		done
 		grep -m3 -E 'libcpuhog|/tests/|/examples/' /proc/$pid/maps | sed 's/^/smp-hang:   map /'
 		cat /sys/kernel/debug/sched/debug 2>/dev/null | grep -E '^cpu#|rt_time|rt_throttled' | tr '\n' ' ' | sed 's/^/smp-hang:   rt: /'; echo
 		kill -9 -- -$pid 2>/dev/null
@@ -231,6 +238,7 @@ make_initramfs() { # OUT
 		[ "$(readlink -f "$f")" = /bin/$tool ] || ln -sf "$(readlink -f "$f")" "$ROOT/bin/$tool"
 	done
 	for f in $(command -v oslat 2>/dev/null || true); do copy_elf "$f"; done
+	cc -O1 -Wall -o "$ROOT/bin/hang-probe" "$SRC/scripts/hang-probe.c"
 	echo "root:x:0:0:root:/root:/bin/sh" >"$ROOT/etc/passwd"
 	echo "root:x:0:" >"$ROOT/etc/group"
 	# the build tree's programs and libraries, the source's test scripts

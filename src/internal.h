@@ -202,6 +202,10 @@ struct ctx {
 	/* Reported callbacks (once per function and kind). */
 	_Atomic(uintptr_t) reported[64];
 	struct ctx *orphan_next; /* contexts left behind by fork() */
+	/* What it was made with: a forked child's first call makes its own
+	 * context from these (cpuhog_init(3), "Fork"). */
+	struct cpuhog_attr attr;
+	cpu_set_t *attr_cpus; /* a copy of attr.cpus, or NULL */
 };
 
 /* hog.c */

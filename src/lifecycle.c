@@ -52,6 +52,8 @@ static struct ctx *g_orphans; /* contexts inherited over fork() */
 
 /* ---- the context ------------------------------------------------------- */
 
+static int init_as(const struct cpuhog_attr *attr, bool inherit);
+
 struct ctx *ctx_get(int *err)
 {
 	for (;;) {
@@ -72,7 +74,7 @@ struct ctx *ctx_get(int *err)
 			*err = -ESHUTDOWN;
 			return NULL;
 		}
-		r = cpuhog_init(NULL);
+		r = init_as(NULL, true);
 		if (r < 0 && r != -EALREADY) {
 			*err = r;
 			return NULL;
@@ -112,6 +114,7 @@ static void ctx_free(struct ctx *c)
 	free(c->mflags);
 	CPU_FREE(c->mscratch);
 	CPU_FREE(c->mscratch2);
+	free(c->attr_cpus);
 	stop_state_free(c->stop);
 	free(c);
 }
@@ -352,6 +355,31 @@ static void pollers_start(struct ctx *c)
 	}
 }
 
+/* Keep what @c was made with (the flags in force, the environment's
+ * included), for a forked child to make its context alike. */
+static int attr_keep(struct ctx *c, const struct cpuhog_attr *a)
+{
+	cpuhog_attr_init(&c->attr);
+	c->attr.flags = c->flags;
+	if (!a)
+		return 0;
+	c->attr.priority = a->priority;
+	c->attr.stack_size = a->stack_size;
+	c->attr.overrun_ns = a->overrun_ns;
+	c->attr.stop_timeout_ns = a->stop_timeout_ns;
+	c->attr.spin_ns = a->spin_ns;
+	c->attr.poll_ns = a->poll_ns;
+	if (!a->cpus)
+		return 0;
+	c->attr_cpus = malloc(a->cpus_setsize ? a->cpus_setsize : 1);
+	if (!c->attr_cpus)
+		return -ENOMEM;
+	memcpy(c->attr_cpus, a->cpus, a->cpus_setsize);
+	c->attr.cpus = c->attr_cpus;
+	c->attr.cpus_setsize = a->cpus_setsize;
+	return 0;
+}
+
 static int ctx_create(const struct cpuhog_attr *a, struct ctx **out)
 {
 	struct ctx *c = calloc(1, sizeof(*c));
@@ -366,6 +394,8 @@ static int ctx_create(const struct cpuhog_attr *a, struct ctx **out)
 	ctx_settings(c, a);
 	want = wanted_cpus(c, a, &sz);
 	r = want ? ctx_alloc(c, (unsigned int)CPU_COUNT_S(sz, want)) : -ENOMEM;
+	if (r == 0)
+		r = attr_keep(c, a);
 	if (r == 0) {
 		pthread_mutexattr_init(&ma);
 		/* Callers of any priority take it: inherit, don't invert. */
@@ -434,7 +464,12 @@ void cpuhog_attr_init(struct cpuhog_attr *attr)
 	attr->size = sizeof(*attr);
 }
 
-int cpuhog_init(const struct cpuhog_attr *attr)
+/*
+ * Initialise with @attr; @inherit: an implicit init (a call's), which in
+ * a forked child takes the parent's attributes from the context the fork
+ * left behind, as the child inherits the parent's affinity.
+ */
+static int init_as(const struct cpuhog_attr *attr, bool inherit)
 {
 	struct ctx *c;
 	int r;
@@ -450,8 +485,11 @@ int cpuhog_init(const struct cpuhog_attr *attr)
 		pthread_mutex_unlock(&g_init_lock);
 		return -EALREADY;
 	}
-	orphans_free();
+	/* the latest orphan is the context of the parent at the fork */
+	if (inherit && !attr && g_orphans)
+		attr = &g_orphans->attr;
 	r = ctx_create(attr, &c);
+	orphans_free();
 	if (r == 0) {
 		atomic_store_explicit(&g_spin_ns, c->spin_ns,
 				      memory_order_relaxed);
@@ -460,6 +498,11 @@ int cpuhog_init(const struct cpuhog_attr *attr)
 	}
 	pthread_mutex_unlock(&g_init_lock);
 	return r;
+}
+
+int cpuhog_init(const struct cpuhog_attr *attr)
+{
+	return init_as(attr, false);
 }
 
 void cpuhog_shutdown(void)

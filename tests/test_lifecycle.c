@@ -249,6 +249,54 @@ static void fork_child_usable(void **state)
 	}
 }
 
+/* In the child: its first call made hogs as the parent's attributes say
+ * (exit 0), or with the defaults (exit 4: one hog per CPU). */
+static void child_inherits(void *arg)
+{
+	unsigned int cpu = *(unsigned int *)arg;
+	struct cpuhog_info in;
+
+	if (hog_one_cpu(cpu, where, NULL) != (int)cpu)
+		_exit(3);
+	if (cpuhog_get_info(&in) != 0)
+		_exit(5);
+	fprintf(stderr, "child: %u hogs, attributes %s\n", in.nr_hogs,
+		in.nr_hogs == 1 ? "as the parent's" : "defaults");
+	_exit(in.nr_hogs == 1 && CPU_ISSET(cpu, &in.cpus) ? 0 : 4);
+}
+
+/*
+ * A forked child's hogs follow the parent's cpuhog_attr: a parent that
+ * confined its hogs to one CPU got a child with a FIFO 99 hog on every
+ * CPU, in sleep mode, at its first call.
+ */
+static void fork_child_inherits_attr(void **state)
+{
+	struct cpuhog_attr a;
+	unsigned int cpu;
+	cpu_set_t one;
+	int status;
+
+	(void)state;
+	if (T_TSAN)
+		t_skip("TSan: no threads in a child of a threaded process");
+	cpu = t_nth_cpu(0);
+	if (t_nth_cpu(1) == cpu)
+		t_skip("needs two CPUs");
+	cpuhog_shutdown();
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	cpuhog_attr_init(&a);
+	a.cpus_setsize = sizeof(one);
+	a.cpus = &one;
+	a.stop_timeout_ns = 300 * MS;
+	assert_int_equal(cpuhog_init(&a), 0);
+	status = t_in_child(child_inherits, &cpu);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	cpuhog_shutdown();
+}
+
 /* Without RT privilege (run under setpriv/prlimit by CTest): calls work
  * and the policy obtained is reported honestly. */
 static void nort_calls_work(void **state)
@@ -295,6 +343,7 @@ T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(threads_named),
 	cmocka_unit_test(idle_costs_nothing),
 	cmocka_unit_test(fork_child_usable),
+	cmocka_unit_test(fork_child_inherits_attr),
 	/* run by CTest without RT privilege: see tests/CMakeLists.txt */
 	cmocka_unit_test(nort_calls_work),
 	cmocka_unit_test(nort_weak_stop),
