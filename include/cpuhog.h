@@ -197,7 +197,12 @@ struct cpuhog_info {
 	 * on the CPUs left); a CPU that is merely out of the cpuset costs
 	 * none. */
 	uint64_t transit_naps;
-	uint64_t reserved_[3];
+	/* Debugging: waits of a stop (a hog's or the caller's) that saw
+	 * the stop's deadline more than a millisecond after it passed
+	 * (their thread was not run, or something kept it from looking).
+	 * A hang is then more than a bare timeout. */
+	uint64_t late_waits;
+	uint64_t reserved_[2];
 };
 
 /*

@@ -194,6 +194,7 @@ struct ctx {
 	struct stop_state *stop;
 	_Atomic uint64_t stops, stop_timeouts, holds_released;
 	_Atomic uint64_t transit_naps; /* multi_unlock()'s hotplug naps */
+	_Atomic uint64_t late_waits;   /* see cpuhog_info.late_waits */
 
 	/* Poll mode: hog_synchronize()'s generation, the pollers' acks. */
 	_Atomic uint32_t sync_gen;

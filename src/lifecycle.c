@@ -596,6 +596,8 @@ int cpuhog_get_info(struct cpuhog_info *info)
 		atomic_load_explicit(&c->poll_sync_acks, memory_order_relaxed);
 	info->transit_naps =
 		atomic_load_explicit(&c->transit_naps, memory_order_relaxed);
+	info->late_waits =
+		atomic_load_explicit(&c->late_waits, memory_order_relaxed);
 	ctx_put();
 	return 0;
 }

@@ -183,6 +183,17 @@ static bool transition(struct stop_state *st, uint64_t v, uint64_t nv)
 	return true;
 }
 
+/* A wait that finds the deadline passed at @t: count it if it looks more
+ * than LOOK_NS late (cpuhog_info.late_waits). */
+static void note_late(struct stop_state *st, uint64_t t)
+{
+	uint64_t d = relaxed(&st->deadline);
+
+	if (d != NO_DEADLINE && t > d + LOOK_NS)
+		atomic_fetch_add_explicit(&st->ctx->late_waits, 1,
+					  memory_order_relaxed);
+}
+
 /* Give call @gen up as @why, unless fn was already let run. */
 static void abandon(struct stop_state *st, uint32_t gen, unsigned int why)
 {
@@ -288,8 +299,10 @@ static bool await_arrivals(struct stop_state *st, uint32_t gen)
 		}
 		t = now_ns(); /* every 16 turns: the deadline, then the spin */
 		deadline = relaxed(&st->deadline);
-		if (t > deadline)
+		if (t > deadline) {
+			note_late(st, t);
 			abandon(st, gen, PH_TIMEDOUT);
+		}
 		else if (t < spin_end)
 			cpu_relax();
 		else
@@ -362,9 +375,14 @@ static bool run_too_long(struct stop_state *st, uint32_t gen, uint64_t now)
  */
 static void back_off(struct stop_state *st, uint32_t gen)
 {
-	uint64_t v = load_word(st);
+	uint64_t v;
 
+	/* reload on failure: transition() takes the word by value, and a
+	 * retry with the word it failed on failed for ever (a FIFO 99 hog
+	 * spun here past every deadline, the hang of the poll soak and of
+	 * every guest) */
 	do {
+		v = load_word(st);
 		if (GEN(v) != gen || PHASE(v) != PH_HOLD)
 			return;
 	} while (!transition(st, v, v + 1));
@@ -405,8 +423,10 @@ static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
 		 * back one each, which is no progress) */
 		moved = COUNT(v) < fewest;
 		fewest = moved ? COUNT(v) : fewest;
-		if (ph == PH_HOLD && t > relaxed(&st->deadline))
+		if (ph == PH_HOLD && t > relaxed(&st->deadline)) {
+			note_late(st, t);
 			abandon(st, gen, PH_TIMEDOUT);
+		}
 		else if (ph == PH_HOLD && hold_lost(st, h, gen, t))
 			abandon(st, gen, PH_NOCPU);
 		else if (ph == PH_HOLD && !moved)
@@ -489,6 +509,7 @@ static int stop_poll(struct ctx *c, bool timed_out, uint64_t *deadline)
 	if (timed_out && d > now_ns()) {
 		*deadline = d;
 	} else if (timed_out) {
+		note_late(st, now_ns());
 		abandon(st, GEN(v), PH_TIMEDOUT);
 		v = load_word(st);
 		*deadline = NO_DEADLINE;
