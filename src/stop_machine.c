@@ -357,6 +357,7 @@ static bool run_too_long(struct stop_state *st, uint32_t gen, uint64_t now)
 }
 
 #define NAP_NS 200000u /* a back-off in HOLD */
+#define MAX_LOOK_NS (32 * LOOK_NS) /* back-offs in HOLD at least this often */
 
 /*
  * HOLD has made no progress for LOOK_NS: a hog we wait for cannot run.
@@ -373,7 +374,7 @@ static bool run_too_long(struct stop_state *st, uint32_t gen, uint64_t now)
  * kernel's threads and everyone else's must not wait for our deadline.
  * Nothing was promised yet: fn has not started.
  */
-static void back_off(struct stop_state *st, uint32_t gen)
+static bool back_off(struct stop_state *st, uint32_t gen)
 {
 	uint64_t v;
 
@@ -384,10 +385,11 @@ static void back_off(struct stop_state *st, uint32_t gen)
 	do {
 		v = load_word(st);
 		if (GEN(v) != gen || PHASE(v) != PH_HOLD)
-			return;
+			return false;
 	} while (!transition(st, v, v + 1));
 	nanosleep(&(struct timespec){ 0, NAP_NS }, NULL);
 	pass(st, gen, PH_HOLD);
+	return true;
 }
 
 /*
@@ -398,7 +400,7 @@ static void back_off(struct stop_state *st, uint32_t gen)
 static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
 			unsigned int ph)
 {
-	uint64_t look = now_ns() + LOOK_NS, t;
+	uint64_t every = LOOK_NS, look = now_ns() + every, t;
 	unsigned int k = 0, fewest = UINT_MAX;
 	bool asleep = false;
 
@@ -417,7 +419,7 @@ static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
 		cpu_relax();
 		if ((++k & 63) != 0 || (t = now_ns()) < look)
 			continue;
-		look = t + LOOK_NS;
+		look = t + every;
 		/* HOLD made progress since the last look: fewer hogs to
 		 * come than ever before (others' back-offs add and take
 		 * back one each, which is no progress) */
@@ -429,8 +431,12 @@ static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
 		}
 		else if (ph == PH_HOLD && hold_lost(st, h, gen, t))
 			abandon(st, gen, PH_NOCPU);
-		else if (ph == PH_HOLD && !moved)
-			back_off(st, gen);
+		else if (ph == PH_HOLD && !moved && back_off(st, gen))
+			/* twice as long each time before the next: a nap
+			 * takes milliseconds on a vCPU the host runs late,
+			 * and hogs that napped once a millisecond took
+			 * turns being away until the deadline (4 vCPUs) */
+			every = every < MAX_LOOK_NS ? every * 2 : every;
 		else
 			asleep = hold_lost(st, h, gen, t) ||
 				 run_too_long(st, gen, t);
