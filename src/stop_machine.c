@@ -358,6 +358,7 @@ static bool run_too_long(struct stop_state *st, uint32_t gen, uint64_t now)
 
 #define NAP_NS 200000u /* a back-off in HOLD */
 #define MAX_LOOK_NS (32 * LOOK_NS) /* back-offs in HOLD at least this often */
+#define OVERSLEPT_NS (5 * NAP_NS) /* a nap this long: the vCPU runs late */
 
 /*
  * HOLD has made no progress for LOOK_NS: a hog we wait for cannot run.
@@ -376,7 +377,7 @@ static bool run_too_long(struct stop_state *st, uint32_t gen, uint64_t now)
  */
 static bool back_off(struct stop_state *st, uint32_t gen)
 {
-	uint64_t v;
+	uint64_t v, t;
 
 	/* reload on failure: transition() takes the word by value, and a
 	 * retry with the word it failed on failed for ever (a FIFO 99 hog
@@ -387,9 +388,11 @@ static bool back_off(struct stop_state *st, uint32_t gen)
 		if (GEN(v) != gen || PHASE(v) != PH_HOLD)
 			return false;
 	} while (!transition(st, v, v + 1));
+	t = now_ns();
 	nanosleep(&(struct timespec){ 0, NAP_NS }, NULL);
 	pass(st, gen, PH_HOLD);
-	return true;
+	/* a nap that lasted far longer than asked: our CPU is run late */
+	return now_ns() - t > OVERSLEPT_NS;
 }
 
 /*
@@ -432,10 +435,12 @@ static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
 		else if (ph == PH_HOLD && hold_lost(st, h, gen, t))
 			abandon(st, gen, PH_NOCPU);
 		else if (ph == PH_HOLD && !moved && back_off(st, gen))
-			/* twice as long each time before the next: a nap
-			 * takes milliseconds on a vCPU the host runs late,
-			 * and hogs that napped once a millisecond took
-			 * turns being away until the deadline (4 vCPUs) */
+			/* the nap overslept: twice as long before the
+			 * next.  On a vCPU the host runs late a 200 us nap
+			 * lasts milliseconds, and hogs that napped once a
+			 * millisecond took turns being away until the
+			 * deadline (4 vCPUs).  Not otherwise: two processes'
+			 * stops meet only through frequent back-offs */
 			every = every < MAX_LOOK_NS ? every * 2 : every;
 		else
 			asleep = hold_lost(st, h, gen, t) ||

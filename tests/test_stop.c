@@ -278,7 +278,7 @@ static void stop_times_out_on_held_cpu(void **state)
 	struct t_held *h;
 	struct cpuhog_attr a;
 	struct cpuhog_info in;
-	int status, r;
+	int status, r, tries;
 	pid_t pid;
 
 	(void)state;
@@ -302,12 +302,20 @@ static void stop_times_out_on_held_cpu(void **state)
 	assert_int_equal(hog_one_cpu(mine, count_here, NULL), 0);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	/* once the CPU is free, stops work again */
+	/* once the CPU is free, stops work again.  10 ms is short for an
+	 * emulated guest's vCPUs, which the host runs late: a few more
+	 * tries there, each of which must have run fn nowhere */
 	memset(ran_on, 0, sizeof(ran_on));
-	assert_int_equal(stop_machine(count_here, NULL, 0, NULL), 0);
+	for (tries = 0; tries < 50; tries++) {
+		r = stop_machine(count_here, NULL, 0, NULL);
+		if (r != -ETIMEDOUT)
+			break;
+		assert_int_equal(sum_ran(), 0);
+	}
+	assert_int_equal(r, 0);
 	assert_int_equal(sum_ran(), 1);
 	assert_int_equal(cpuhog_get_info(&in), 0);
-	assert_int_equal(in.stop_timeouts, 2);
+	assert_int_equal(in.stop_timeouts, 2 + (uint64_t)tries);
 	assert_int_equal(in.queued, in.run + in.refused);
 	munmap(h, sizeof(*h));
 	cpuhog_shutdown();
