@@ -471,6 +471,8 @@ void cpuhog_attr_init(struct cpuhog_attr *attr)
  */
 static int init_as(const struct cpuhog_attr *attr, bool inherit)
 {
+	struct cpuhog_attr kept;
+	cpu_set_t *kept_cpus = NULL;
 	struct ctx *c;
 	int r;
 
@@ -485,11 +487,21 @@ static int init_as(const struct cpuhog_attr *attr, bool inherit)
 		pthread_mutex_unlock(&g_init_lock);
 		return -EALREADY;
 	}
-	/* the latest orphan is the context of the parent at the fork */
-	if (inherit && !attr && g_orphans)
-		attr = &g_orphans->attr;
-	r = ctx_create(attr, &c);
+	/* the latest orphan is the context of the parent at the fork.
+	 * Its attributes are taken out before the orphans are freed, and
+	 * they are freed first: a child of a threaded process may find
+	 * malloc's locks taken at the fork, and memory freed here is what
+	 * the new context gets without them (ASan's allocator deadlocked
+	 * in a forked canary when the new context came first) */
+	if (inherit && !attr && g_orphans) {
+		kept = g_orphans->attr;
+		kept_cpus = g_orphans->attr_cpus;
+		g_orphans->attr_cpus = NULL;
+		attr = &kept;
+	}
 	orphans_free();
+	r = ctx_create(attr, &c);
+	free(kept_cpus);
 	if (r == 0) {
 		atomic_store_explicit(&g_spin_ns, c->spin_ns,
 				      memory_order_relaxed);

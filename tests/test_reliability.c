@@ -79,10 +79,15 @@ static void canary_start(void)
 	atomic_store(&canary->stop, 0);
 	atomic_store(&canary->worst_ns, 0);
 	for (i = 0; i < 2; i++) {
+		/* asked here: in the canary, the question would start hogs
+		 * of its own (and a child of a threaded process may find
+		 * malloc's locks taken: ASan's deadlocked there) */
+		unsigned int cpu = t_nth_cpu(i);
+
 		canary_pid[i] = fork();
 		assert_true(canary_pid[i] >= 0);
 		if (canary_pid[i] == 0)
-			canary_main(t_nth_cpu(i));
+			canary_main(cpu);
 	}
 }
 
