@@ -56,6 +56,7 @@
 #define possible_cpus cpuhog_i_possible_cpus
 #define queue_work cpuhog_i_queue_work
 #define read_cpulist cpuhog_i_read_cpulist
+#define read_status cpuhog_i_read_status
 #define redirect_signals cpuhog_i_redirect_signals
 #define serialize_core cpuhog_i_serialize_core
 #define slot_wait_free cpuhog_i_slot_wait_free
@@ -272,7 +273,8 @@ HIDDEN int read_cpulist(const char *path, size_t setsize, cpu_set_t *set,
 			 unsigned int max);
 HIDDEN bool affine_only(pid_t tid, size_t setsize, cpu_set_t *scratch,
 			unsigned int cpu);
-HIDDEN bool mask_allows(pid_t tid, size_t setsize, cpu_set_t *scratch,
+HIDDEN bool read_status(int fd, char *buf, size_t size);
+HIDDEN bool mask_allows(int status_fd, size_t setsize, cpu_set_t *scratch,
 			unsigned int cpu);
 HIDDEN bool pinned_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu);
 HIDDEN int pin_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu);

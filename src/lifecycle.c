@@ -304,8 +304,8 @@ static int ctx_alloc(struct ctx *c, unsigned int n)
 	c->mscratch = CPU_ALLOC(c->nr_cpu_ids);
 	c->mscratch2 = CPU_ALLOC(c->nr_cpu_ids);
 	c->stop = stop_state_alloc(c);
-	if (!c->by_cpu || !c->hogs || !c->msel || !c->mflags || !c->mscratch || !c->mscratch2 ||
-	    !c->stop)
+	if (!c->by_cpu || !c->hogs || !c->msel || !c->mflags || !c->mscratch ||
+	    !c->mscratch2 || !c->stop)
 		return -ENOMEM;
 	memset(c->hogs, 0, sizeof(struct hog) * (n ? n : 1));
 	return 0;

@@ -46,7 +46,7 @@ static bool in_transit(struct ctx *c, uint64_t now)
 
 		if (atomic_load_explicit(&h->away, memory_order_relaxed) &&
 		    CPU_ISSET_S(h->cpu, sz, c->mscratch) &&
-		    mask_allows(h->tid, sz, c->mscratch2, h->cpu))
+		    mask_allows(h->status_fd, sz, c->mscratch2, h->cpu))
 			c->transit = true;
 	}
 	return c->transit;

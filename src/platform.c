@@ -6,7 +6,6 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <stdio.h>
@@ -112,27 +111,33 @@ int read_cpulist(const char *path, size_t setsize, cpu_set_t *set,
 }
 
 /*
- * Whether thread @tid of this process may run on @cpu by its own mask,
- * not masked with the active CPUs as sched_getaffinity() reports it
- * (/proc's Cpus_allowed_list): true for a CPU that is going offline,
- * false for one that left the cpuset.  true when it cannot tell.
+ * A hog's /proc status file (struct hog.status_fd), whole, into @buf,
+ * NUL-terminated.  Any thread may read it: the descriptor names the hog.
+ * false if it cannot be read.
  */
-bool mask_allows(pid_t tid, size_t setsize, cpu_set_t *scratch,
+bool read_status(int fd, char *buf, size_t size)
+{
+	ssize_t n = fd >= 0 ? pread(fd, buf, size - 1, 0) : -1;
+
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	return true;
+}
+
+/*
+ * Whether the hog whose status file is @status_fd may run on @cpu by its
+ * own mask, not masked with the active CPUs as sched_getaffinity()
+ * reports it (/proc's Cpus_allowed_list): true for a CPU that is going
+ * offline, false for one that left the cpuset.  true when it cannot tell.
+ */
+bool mask_allows(int status_fd, size_t setsize, cpu_set_t *scratch,
 		 unsigned int cpu)
 {
-	char path[64], buf[8192], *p;
-	ssize_t n;
-	int fd;
+	char buf[4096], *p;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!read_status(status_fd, buf, sizeof(buf)))
 		return true;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	buf[n] = 0;
 	p = strstr(buf, "\nCpus_allowed_list:");
 	if (!p)
 		return true;

@@ -145,14 +145,9 @@ void check_end(struct hog *h, cpuhog_fn_t fn, const struct check *ck)
 static bool thread_pending(struct hog *h, uint64_t *mask)
 {
 	char buf[4096], *p;
-	ssize_t n;
 
-	if (h->status_fd < 0)
+	if (!read_status(h->status_fd, buf, sizeof(buf)))
 		return false;
-	n = pread(h->status_fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
 	p = strstr(buf, "\nSigPnd:");
 	if (!p)
 		return false;
