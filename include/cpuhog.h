@@ -202,7 +202,11 @@ struct cpuhog_info {
 	 * (their thread was not run, or something kept it from looking).
 	 * A hang is then more than a bare timeout. */
 	uint64_t late_waits;
-	uint64_t reserved_[2];
+	/* Stops that ran fn on fewer CPUs than asked (none: -ENOENT; some:
+	 * -EINTR): a hog moved off its CPU in the microseconds between its
+	 * last check and fn (see stop_machine()). */
+	uint64_t stop_misses;
+	uint64_t reserved_[1];
 };
 
 /*
@@ -355,12 +359,17 @@ CPUHOG_API int try_hog_cpus(size_t setsize, const cpu_set_t *cpus,
  * ours runs there.
  *
  * The return value says whether fn ran: 0 or fn's value means it ran
- * exactly once on each CPU of @cpus (once in all for NULL); an error
- * means it ran nowhere.
+ * exactly once on each CPU of @cpus (once in all for NULL), and nowhere
+ * else; -EINTR means it ran on some CPUs of @cpus but not all (below);
+ * any other error means it ran nowhere.
  *
  * The hold has two limits, and the kernel sets both.  If a held CPU
  * starts going offline (or leaves the cpuset) before fn starts, the stop
- * gives up with -ENOENT.  Once fn runs: if a held CPU goes away, or fn
+ * gives up with -ENOENT: every hog says it is still on its own CPU after
+ * all are held, and each checks again just before fn.  A hog moved in
+ * the microseconds between the two leaves fn alone: -ENOENT if fn ran
+ * nowhere, -EINTR if it ran on other CPUs of @cpus
+ * (cpuhog_info.stop_misses counts both).  Once fn runs: if a held CPU goes away, or fn
  * runs longer than cpuhog_attr.overrun_ns (100 ms; a fn that blocks on a
  * lock whose owner a hog keeps off its CPU would otherwise spin the
  * others until RT throttling, or for ever without it), the other hogs
@@ -373,7 +382,9 @@ CPUHOG_API int try_hog_cpus(size_t setsize, const cpu_set_t *cpus,
  * Returns 0 or a non-zero value fn returned; -EINVAL for NULL @fn;
  * -ENOENT if a CPU of @cpus has no hog or is offline, if @cpus is empty,
  * if no hogged CPU is online, or if a CPU went away before fn started
- * (fn ran nowhere: call again); -ETIMEDOUT (fn ran nowhere); -EPERM if
+ * (fn ran nowhere: call again); -EINTR if a CPU of @cpus went away just
+ * before fn started there, fn having run on others of @cpus;
+ * -ETIMEDOUT (fn ran nowhere); -EPERM if
  * the hogs lack real-time priority and CPUHOG_F_WEAK_STOP is not set;
  * -EDEADLK from hog context.
  */

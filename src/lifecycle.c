@@ -610,6 +610,8 @@ int cpuhog_get_info(struct cpuhog_info *info)
 		atomic_load_explicit(&c->transit_naps, memory_order_relaxed);
 	info->late_waits =
 		atomic_load_explicit(&c->late_waits, memory_order_relaxed);
+	info->stop_misses =
+		atomic_load_explicit(&c->stop_misses, memory_order_relaxed);
 	ctx_put();
 	return 0;
 }

@@ -13,7 +13,18 @@
  *             of an early hog, and must not be starved by it.
  *   HOLD      every hog that arrived spins on its CPU and acknowledges.
  *             From the last acknowledgement on, every CPU is held.
- *   RUN       fn runs on the CPUs asked for; the others spin.
+ *   CHECK     every held hog, having seen HOLD end, says it is still on
+ *             its own CPU (sched_getcpu(), no system call).  A hog moved
+ *             after its acknowledgement (a cpuset change, a CPU going
+ *             offline: the kernel's stopper outranks us) gives up with
+ *             NOCPU, or, queued behind a hog on the CPU it was moved to,
+ *             is found lost by that hog's look.  So RUN begins only with
+ *             every CPU held where it was asked.
+ *   RUN       fn runs on the CPUs asked for; the others spin.  A hog
+ *             that runs fn checks its CPU once more just before: moved
+ *             in the microseconds since CHECK, it leaves fn alone, and
+ *             the call says fn ran nowhere (-ENOENT) or, fn having run
+ *             on other CPUs of the set, only on some (-EINTR).
  *   EXIT      every hog serializes its core and leaves.
  *   TIMEDOUT  the deadline passed in PREPARE or HOLD: fn ran nowhere.
  *             The deadline is stop_timeout_ns after the call began or
@@ -23,6 +34,9 @@
  *             emulated vCPUs bringing all in took 75-440 ms).
  *   NOCPU     a CPU that had to take part declined, or none arrived, or
  *             a held CPU left before RUN: fn ran nowhere.
+ *
+ * How many hogs ran fn is counted (fn_runs), and the caller compares it
+ * with how many were to: a count, not the phase alone, says where fn ran.
  *
  * (The kernel's DISABLE_IRQ phase has no user-space counterpart; hogs
  * run with every signal blocked throughout, which is the nearest thing.)
@@ -76,6 +90,7 @@
 enum {
 	PH_PREPARE = 1,
 	PH_HOLD,
+	PH_CHECK,
 	PH_RUN,
 	PH_EXIT,
 	PH_TIMEDOUT, /* from here on: abandoned, fn ran nowhere */
@@ -100,6 +115,7 @@ struct stop_state {
 	_Atomic uint32_t sleepers;   /* hogs asleep on wake */
 	_Atomic uint32_t released;   /* gen whose hold was released */
 	_Atomic uint32_t fn_claimed; /* fn on any one CPU: taken */
+	_Atomic uint32_t fn_runs;    /* hogs that ran fn */
 	_Atomic int ret;	     /* first non-zero return of fn */
 	_Atomic uint64_t run_at;     /* when RUN began */
 	/* Read by hogs before RUN, when a stale one may still read them
@@ -111,6 +127,7 @@ struct stop_state {
 	cpuhog_fn_t fn;
 	void *data;
 	/* The caller's alone. */
+	unsigned int fn_want; /* how many hogs are to run fn */
 	size_t masksize;
 	cpu_set_t *fn_mask;
 	struct ctx *ctx;
@@ -201,7 +218,7 @@ static void abandon(struct stop_state *st, uint32_t gen, unsigned int why)
 
 	/* loop: a count that moved under us is no reason to keep going */
 	while (GEN(v) == gen &&
-	       (PHASE(v) == PH_PREPARE || PHASE(v) == PH_HOLD) &&
+	       PHASE(v) >= PH_PREPARE && PHASE(v) <= PH_CHECK &&
 	       !transition(st, v, WORD(gen, why, 0)))
 		v = load_word(st);
 }
@@ -254,7 +271,7 @@ static uint64_t after_prepare(struct stop_state *st, uint32_t gen)
  */
 static bool pass(struct stop_state *st, uint32_t gen, unsigned int ph)
 {
-	uint64_t v = load_word(st), nv, t = ph == PH_HOLD ? now_ns() : 0;
+	uint64_t v = load_word(st), nv, t = ph == PH_CHECK ? now_ns() : 0;
 
 	for (;;) {
 		if (GEN(v) != gen || PHASE(v) != ph)
@@ -263,8 +280,8 @@ static bool pass(struct stop_state *st, uint32_t gen, unsigned int ph)
 			nv = v - 1;
 		else if (ph == PH_PREPARE)
 			nv = after_prepare(st, gen);
-		else if (ph == PH_HOLD)
-			nv = WORD(gen, PH_RUN,
+		else if (ph == PH_HOLD || ph == PH_CHECK)
+			nv = WORD(gen, ph + 1,
 				  T_HELD(atomic_load_explicit(
 					  &st->tally, memory_order_relaxed)));
 		else
@@ -275,7 +292,7 @@ static bool pass(struct stop_state *st, uint32_t gen, unsigned int ph)
 	}
 	/* the time taken before the CAS: a hog that sees RUN and reads the
 	 * clock afterwards never finds RUN begun after its own "now" */
-	if (ph == PH_HOLD && PHASE(nv) == PH_RUN)
+	if (ph == PH_CHECK && PHASE(nv) == PH_RUN)
 		atomic_store_explicit(&st->run_at, t, memory_order_relaxed);
 	return PHASE(nv) < PH_TIMEDOUT;
 }
@@ -373,7 +390,11 @@ static bool run_too_long(struct stop_state *st, uint32_t gen, uint64_t now)
  * kernel's threads and everyone else's must not wait for our deadline.
  * Nothing was promised yet: fn has not started.
  */
-static void back_off(struct stop_state *st, uint32_t gen)
+static bool arrive(struct stop_state *st, struct hog *h, uint32_t gen,
+		   unsigned int ph);
+
+static void back_off(struct stop_state *st, struct hog *h, uint32_t gen,
+		     unsigned int ph)
 {
 	uint64_t v;
 
@@ -383,16 +404,16 @@ static void back_off(struct stop_state *st, uint32_t gen)
 	 * every guest) */
 	do {
 		v = load_word(st);
-		if (GEN(v) != gen || PHASE(v) != PH_HOLD)
+		if (GEN(v) != gen || PHASE(v) != ph)
 			return;
 	} while (!transition(st, v, v + 1));
 	nanosleep(&(struct timespec){ 0, NAP_NS }, NULL);
-	pass(st, gen, PH_HOLD);
+	arrive(st, h, gen, ph);
 }
 
 /*
- * Spin until the phase passes @ph (HOLD, RUN or EXIT).  In HOLD, give up
- * at the deadline or when the hold is lost, and back off now and then;
+ * Spin until the phase passes @ph (HOLD, CHECK or RUN).  Before RUN, give
+ * up at the deadline or when the hold is lost, and back off now and then;
  * later, sleep instead of spinning once the hold is lost or fn overran.
  */
 static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
@@ -417,30 +438,52 @@ static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
 		if ((++k & 63) != 0 || (t = now_ns()) < look)
 			continue;
 		look = t + LOOK_NS;
-		if (ph == PH_HOLD && t > relaxed(&st->deadline)) {
+		if (ph < PH_RUN && t > relaxed(&st->deadline)) {
 			note_late(st, t);
 			abandon(st, gen, PH_TIMEDOUT);
 		}
-		else if (ph == PH_HOLD && hold_lost(st, h, gen, t))
+		else if (ph < PH_RUN && hold_lost(st, h, gen, t))
 			abandon(st, gen, PH_NOCPU);
-		else if (ph == PH_HOLD)
-			back_off(st, gen);
+		else if (ph < PH_RUN)
+			back_off(st, h, gen, ph);
 		else
 			asleep = hold_lost(st, h, gen, t) ||
 				 run_too_long(st, gen, t);
 	}
 }
 
+/* Whether this hog is on its own CPU: sched_getcpu() reads what the
+ * kernel wrote at our last return to user space (rseq, or the vDSO). */
+static bool on_own_cpu(struct hog *h)
+{
+	return sched_getcpu() == (int)h->cpu;
+}
+
+/* Acknowledge phase @ph (HOLD or CHECK); CHECK only from our own CPU,
+ * else the stop gives up: fn would have run where nobody asked. */
+static bool arrive(struct stop_state *st, struct hog *h, uint32_t gen,
+		   unsigned int ph)
+{
+	if (ph == PH_CHECK && !on_own_cpu(h)) {
+		abandon(st, gen, PH_NOCPU);
+		return false;
+	}
+	return pass(st, gen, ph);
+}
+
+/* Whether this hog runs fn: asked to (or the first to claim it, for any
+ * one CPU), and still on its CPU (if not, fn_runs says fn missed it). */
 static bool runs_fn(struct stop_state *st, struct hog *h)
 {
 	uint32_t zero = 0;
 
 	if (!st->fn_one)
-		return h->slot.flags & W_F_RUNS_FN;
-	/* relaxed: the HOLD -> RUN transition already ordered everything */
-	return atomic_compare_exchange_strong_explicit(
-		&st->fn_claimed, &zero, 1, memory_order_relaxed,
-		memory_order_relaxed);
+		return (h->slot.flags & W_F_RUNS_FN) && on_own_cpu(h);
+	/* relaxed: the CHECK -> RUN transition already ordered everything */
+	return on_own_cpu(h) &&
+	       atomic_compare_exchange_strong_explicit(
+		       &st->fn_claimed, &zero, 1, memory_order_relaxed,
+		       memory_order_relaxed);
 }
 
 static void call_fn(struct stop_state *st, struct hog *h)
@@ -455,7 +498,8 @@ static void call_fn(struct stop_state *st, struct hog *h)
 	if (check)
 		check_end(h, st->fn, &ck);
 	redirect_signals(h);
-	/* relaxed: the RUN -> EXIT transition publishes it */
+	/* relaxed: the RUN -> EXIT transition publishes both */
+	atomic_fetch_add_explicit(&st->fn_runs, 1, memory_order_relaxed);
 	if (r)
 		atomic_compare_exchange_strong_explicit(&st->ret, &zero, r,
 							memory_order_relaxed,
@@ -479,7 +523,8 @@ static int stop_cpu(void *arg)
 	 * check (pinned_to) is a system call of its own */
 	atomic_store_explicit(&h->beat, now_ns(), memory_order_relaxed);
 	atomic_store_explicit(&h->held_gen, gen, memory_order_relaxed);
-	if (!pass(st, gen, PH_HOLD) || !await_phase(st, h, gen, PH_HOLD))
+	if (!pass(st, gen, PH_HOLD) || !await_phase(st, h, gen, PH_HOLD) ||
+	    !arrive(st, h, gen, PH_CHECK) || !await_phase(st, h, gen, PH_CHECK))
 		goto out;
 	if (runs_fn(st, h)) {
 		call_fn(st, h);
@@ -517,6 +562,15 @@ static int stop_outcome(struct ctx *c, uint32_t gen)
 	struct stop_state *st = c->stop;
 	uint64_t v = load_word(st);
 
+	/* relaxed: RUN -> EXIT, which we acquired, published it */
+	uint32_t runs = atomic_load_explicit(&st->fn_runs, memory_order_relaxed);
+
+	if (GEN(v) == gen && PHASE(v) == PH_EXIT && runs != st->fn_want) {
+		/* a hog moved after CHECK left fn alone */
+		atomic_fetch_add_explicit(&c->stop_misses, 1,
+					  memory_order_relaxed);
+		return runs ? -EINTR : -ENOENT;
+	}
 	if (GEN(v) == gen && PHASE(v) == PH_EXIT) {
 		atomic_fetch_add_explicit(&c->stops, 1, memory_order_relaxed);
 		if (atomic_load_explicit(&st->released,
@@ -530,6 +584,15 @@ static int stop_outcome(struct ctx *c, uint32_t gen)
 		return -ENOENT;
 	atomic_fetch_add_explicit(&c->stop_timeouts, 1, memory_order_relaxed);
 	return -ETIMEDOUT;
+}
+
+static unsigned int fn_count(struct ctx *c, unsigned int n)
+{
+	unsigned int i, k = 0;
+
+	for (i = 0; i < n; i++)
+		k += !!(c->mflags[i] & W_F_RUNS_FN);
+	return k;
 }
 
 /* Run the stop on the @n hogs in c->msel; c->mflags are set. */
@@ -548,6 +611,8 @@ static int stop_run(struct ctx *c, unsigned int n, cpuhog_fn_t fn, void *data,
 	st->fn = fn;
 	st->data = data;
 	st->fn_one = fn_one;
+	st->fn_want = fn_one ? 1 : fn_count(c, n);
+	atomic_store_explicit(&st->fn_runs, 0, memory_order_relaxed);
 	/* relaxed, all: multi_push()'s seq_cst pushes publish them */
 	atomic_store_explicit(&st->deadline, deadline, memory_order_relaxed);
 	atomic_store_explicit(&st->timeout_ns, c->stop_timeout_ns,

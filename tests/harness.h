@@ -148,12 +148,28 @@ static inline int t_count_run(void *arg)
 	return 0;
 }
 
+/* -EINTR: fn ran on some CPUs of @want, at most once each, not on all. */
+static inline bool t_runs_partial(struct t_runs *r, const cpu_set_t *want)
+{
+	int cpu, n;
+
+	for (cpu = 0; want && cpu < CPU_SETSIZE; cpu++) {
+		n = atomic_load(&r->on[cpu]);
+		if (n > (CPU_ISSET(cpu, want) ? 1 : 0))
+			return false;
+	}
+	return want && atomic_load(&r->total) > 0 &&
+	       atomic_load(&r->total) < CPU_COUNT(want);
+}
+
 /* Whether @r agrees with @ret for a stop asked to run on @want (NULL:
  * any one CPU). */
 static inline bool t_runs_ok(struct t_runs *r, int ret, const cpu_set_t *want)
 {
 	int cpu;
 
+	if (ret == -EINTR)
+		return t_runs_partial(r, want);
 	if (ret < 0)
 		return atomic_load(&r->total) == 0;
 	if (!want)

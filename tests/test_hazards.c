@@ -8,10 +8,9 @@
  *  - a CPU that leaves the cpuset and comes back.
  */
 #include "harness.h"
+#include "cpuset.h"
 
-#include <dirent.h>
 #include <pthread.h>
-#include <sys/stat.h>
 
 static int where(void *arg)
 {
@@ -225,36 +224,7 @@ static void shutdown_racing_calls(void **state)
 
 /* ---- a CPU leaves the cpuset, then comes back ---- */
 
-static char cg[256];
-
-static bool write_file(const char *dir, const char *file, const char *val)
-{
-	char path[512];
-	FILE *f;
-	bool ok;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	f = fopen(path, "w");
-	if (!f)
-		return false;
-	ok = fputs(val, f) >= 0;
-	return fclose(f) == 0 && ok;
-}
-
-/* Move every thread of this process into @dir (cgroup v1 "tasks"). */
-static bool move_threads(const char *dir)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	bool ok = d != NULL;
-
-	while (d && (e = readdir(d)))
-		if (e->d_name[0] != '.')
-			ok = write_file(dir, "tasks", e->d_name) && ok;
-	if (d)
-		closedir(d);
-	return ok;
-}
+static struct t_cpuset cs;
 
 static void cpuset_child(void *arg)
 {
@@ -265,7 +235,7 @@ static void cpuset_child(void *arg)
 	(void)arg;
 	if (hog_one_cpu(cpu, where, NULL) != (int)cpu)
 		_exit(3);
-	if (!write_file(cg, "cpuset.cpus", "0") || !move_threads(cg))
+	if (!t_cpuset_cpus(&cs, "0") || !t_cpuset_join(&cs))
 		_exit(4);
 	/* the kernel broke the hog's affinity: its work is refused */
 	if (hog_one_cpu(cpu, where, NULL) != -ENOENT)
@@ -280,7 +250,7 @@ static void cpuset_child(void *arg)
 			"cpuset\n", (unsigned long long)in.transit_naps);
 		_exit(9);
 	}
-	if (!write_file(cg, "cpuset.cpus", "0-1"))
+	if (!t_cpuset_cpus(&cs, "0-1"))
 		_exit(6);
 	/* the CPU is back: the hog pins itself again and is usable */
 	if (hog_one_cpu(cpu, where, NULL) != (int)cpu)
@@ -288,28 +258,115 @@ static void cpuset_child(void *arg)
 	_exit(0);
 }
 
+static bool cpus_0_and_1(void)
+{
+	cpu_set_t mine;
+
+	sched_getaffinity(0, sizeof(mine), &mine);
+	return CPU_ISSET(0, &mine) && CPU_ISSET(1, &mine);
+}
+
 static void cpu_leaves_cpuset_and_returns(void **state)
 {
-	const char *root = "/sys/fs/cgroup/cpuset";
-	char mems[64];
-	struct stat st;
-	cpu_set_t mine;
 	int status;
 
 	(void)state;
 	/* the parent stays without hogs, so that the child starts afresh */
-	sched_getaffinity(0, sizeof(mine), &mine);
-	if (getuid() != 0 || stat(root, &st) != 0 || !CPU_ISSET(0, &mine) ||
-	    !CPU_ISSET(1, &mine))
-		t_skip("needs root, cgroup v1 cpuset, CPUs 0 and 1");
-	snprintf(cg, sizeof(cg), "%s/cpuhog-test-%d", root, getpid());
-	assert_int_equal(mkdir(cg, 0755), 0);
-	snprintf(mems, sizeof(mems), "%s/cpuset.mems", root);
-	t_slurp(mems, mems, sizeof(mems));
-	assert_true(write_file(cg, "cpuset.mems", mems));
-	assert_true(write_file(cg, "cpuset.cpus", "0-1"));
+	if (!cpus_0_and_1() || !t_cpuset_make(&cs, "0-1"))
+		t_skip("needs root, a cpuset controller, CPUs 0 and 1");
 	status = t_in_child(cpuset_child, NULL);
-	rmdir(cg); /* empty once the child is gone */
+	t_cpuset_remove(&cs); /* empty once the child is gone */
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* ---- stops on CPU 1 while the cpuset loses and regains it ---- */
+
+#define FLIP_MS 2000
+
+/*
+ * Back to back: stop_machine() with fn on CPU 1 alone, and
+ * stop_two_cpus(1, 0), each judged by the stop invariant (0: fn ran once,
+ * on CPU 1, nowhere else; an error: fn ran nowhere).  Exits 10 if a stop
+ * broke it, 11 if none ran fn.
+ */
+static void flip_stops(void *arg)
+{
+	long bad = 0, ok = 0, nocpu = 0, timedout = 0, other = 0, k;
+	uint64_t end = t_now() + FLIP_MS * MS;
+	struct cpuhog_info in;
+	cpu_set_t one;
+	int r;
+
+	(void)arg;
+	CPU_ZERO(&one);
+	CPU_SET(1, &one);
+	for (k = 0; t_now() < end; k++) {
+		r = k & 1 ? t_stop_two_judged(1, 0, &bad)
+			  : t_stop_judged(sizeof(one), &one, &bad);
+		ok += r == 0;
+		nocpu += r == -ENOENT;
+		timedout += r == -ETIMEDOUT;
+		other += r != 0 && r != -ENOENT && r != -ETIMEDOUT;
+	}
+	cpuhog_get_info(&in);
+	fprintf(stderr, "cpuset flips: %ld stops: %ld ran fn, %ld -ENOENT "
+		"(%llu missed fn after CHECK), %ld -ETIMEDOUT, %ld other, "
+		"%ld broke the invariant\n", k, ok, nocpu,
+		(unsigned long long)in.stop_misses, timedout, other, bad);
+	_exit(bad || other ? 10 : ok == 0 ? 11 : 0);
+}
+
+/*
+ * A hog moved off its CPU after acknowledging HOLD waited behind another
+ * hog on the CPU it was moved to; when that one slept, the moved one saw
+ * RUN and ran fn there, on a CPU nobody asked for, and the stop returned
+ * 0.  The parent flips the child's cpuset between 0-1 and 0 at random
+ * delays of up to 2 ms while the child stops.
+ */
+static void stop_lands_where_asked_under_cpuset_flips(void **state)
+{
+	unsigned int seed = (unsigned int)getpid();
+	int status = 0;
+	struct cpuhog_attr a;
+	int ready[2];
+	char c;
+	pid_t pid;
+
+	(void)state;
+	if (T_TSAN || !cpus_0_and_1() || !t_can_rt())
+		t_skip("needs CPUs 0 and 1, real-time priority; TSan: no "
+		       "threads after fork");
+	if (!t_cpuset_make(&cs, "0-1"))
+		t_skip("needs root and a cpuset controller");
+	cpuhog_shutdown(); /* the child starts its own hogs, in the set */
+	cpuhog_attr_init(&a);
+	a.spin_ns = CPUHOG_NO_SPIN;
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(30);
+		/* the hogs start with both CPUs in the set; with no spin
+		 * before an early arrival sleeps, the last one's wake-up
+		 * leaves the others held and waiting: the window asked for */
+		if (!t_cpuset_join(&cs) || cpuhog_init(&a) != 0 ||
+		    write(ready[1], "", 1) != 1)
+			_exit(4);
+		flip_stops(NULL);
+	}
+	close(ready[1]);
+	if (read(ready[0], &c, 1) != 1)
+		c = 0;
+	close(ready[0]);
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		t_cpuset_cpus(&cs, "0");
+		usleep(rand_r(&seed) % 300);
+		t_cpuset_cpus(&cs, "0-1");
+		usleep(rand_r(&seed) % 300);
+	}
+	t_cpuset_cpus(&cs, "0-1");
+	t_cpuset_remove(&cs);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
@@ -319,4 +376,5 @@ T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(many_threads_exact_counts),
 	cmocka_unit_test(shutdown_racing_calls),
 	cmocka_unit_test(cpu_leaves_cpuset_and_returns),
+	cmocka_unit_test(stop_lands_where_asked_under_cpuset_flips),
 }))

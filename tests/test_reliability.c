@@ -11,6 +11,7 @@
  */
 #include "harness.h"
 #include "hotplug.h"
+#include "cpuset.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -172,17 +173,35 @@ static void judge_one(int r)
 		atomic_fetch_add(&tally.wrong, 1); /* ran elsewhere, or worse */
 }
 
+/* A stop's result (the invariant judged it already): -ENOENT and -EINTR
+ * say a CPU went away before fn started (there), -ETIMEDOUT it was held
+ * too long; nothing else is allowed. */
+static void judge_stop(int r)
+{
+	atomic_fetch_add(&tally.wrong, r != 0 && r != -ETIMEDOUT &&
+					       r != -ENOENT && r != -EINTR);
+	atomic_fetch_add(&tally.stop_timeouts, r == -ETIMEDOUT);
+}
+
+static cpu_set_t *one_cpu_set(cpu_set_t *set, unsigned int cpu)
+{
+	CPU_ZERO(set);
+	CPU_SET(cpu, set);
+	return set;
+}
+
 static void *worker(void *arg)
 {
 	unsigned int seed = (unsigned int)(uintptr_t)arg, cpu;
 	struct cpuhog_work w = CPUHOG_WORK_INIT;
-	cpu_set_t all;
-	int n = t_hog_cpus(&all), r;
+	cpu_set_t all, one;
+	int n = t_hog_cpus(&all), r, i;
 	long bad = 0;
 
 	while (!atomic_load(&workers_stop)) {
-		cpu = t_nth_cpu((int)(rand_r(&seed) % (unsigned int)n));
-		switch (rand_r(&seed) % 5) {
+		i = (int)(rand_r(&seed) % (unsigned int)n);
+		cpu = t_nth_cpu(i);
+		switch (rand_r(&seed) % 7) {
 		case 0:
 			judge_one(hog_one_cpu(cpu, on_cpu, (void *)(uintptr_t)cpu));
 			break;
@@ -196,11 +215,16 @@ static void *worker(void *arg)
 			atomic_fetch_add(&tally.wrong, r != 0 && r != -ENOENT);
 			break;
 		case 3:
-			/* -ENOENT: a CPU went away before fn started */
-			r = t_stop_judged(0, NULL, &bad);
-			atomic_fetch_add(&tally.wrong, r != 0 && r != -ETIMEDOUT &&
-							       r != -ENOENT);
-			atomic_fetch_add(&tally.stop_timeouts, r == -ETIMEDOUT);
+			judge_stop(t_stop_judged(0, NULL, &bad));
+			break;
+		case 4:
+			judge_stop(t_stop_judged(sizeof(one), one_cpu_set(&one, cpu),
+						 &bad));
+			break;
+		case 5:
+			if (n > 1)
+				judge_stop(t_stop_two_judged(
+					cpu, t_nth_cpu(i + 1), &bad));
 			break;
 		default:
 			atomic_fetch_add(&tally.wrong, hog_synchronize() != 0);
@@ -275,19 +299,9 @@ static void hotplug_storm(void **state)
 
 /* ---- 2. cpuset and affinity changes ---- */
 
-static bool write_file(const char *dir, const char *file, const char *val)
+static void set_affinity(pid_t tid, void *set)
 {
-	char path[512];
-	int fd;
-	bool ok;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
-	close(fd);
-	return ok;
+	sched_setaffinity(tid, sizeof(cpu_set_t), set);
 }
 
 static void for_each_thread(void (*fn)(pid_t tid, void *), void *arg)
@@ -302,20 +316,7 @@ static void for_each_thread(void (*fn)(pid_t tid, void *), void *arg)
 		closedir(d);
 }
 
-static void join_cgroup(pid_t tid, void *dir)
-{
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%d", (int)tid);
-	write_file(dir, "tasks", buf);
-}
-
-static void set_affinity(pid_t tid, void *set)
-{
-	sched_setaffinity(tid, sizeof(cpu_set_t), set);
-}
-
-static char cg[256];
+static struct t_cpuset cs;
 
 static void cpuset_child(void *arg)
 {
@@ -327,13 +328,13 @@ static void cpuset_child(void *arg)
 	CPU_ZERO(&one);
 	CPU_SET(t_nth_cpu(0), &one);
 	workers_start();
-	if (use_cg)
-		for_each_thread(join_cgroup, cg);
+	if (use_cg && !t_cpuset_join(&cs))
+		_exit(4);
 	for (k = 0; k < cycles; k++) {
 		if (use_cg) {
-			write_file(cg, "cpuset.cpus", "0");
+			t_cpuset_cpus(&cs, "0");
 			t_sleep_ms(30);
-			write_file(cg, "cpuset.cpus", "0-1");
+			t_cpuset_cpus(&cs, "0-1");
 		} else {
 			for_each_thread(set_affinity, &one);
 			t_sleep_ms(30);
@@ -350,33 +351,28 @@ static void cpuset_child(void *arg)
 }
 
 /* Without the off-CPU check, calls to the CPU that left the set would run
- * on the one the kernel moved the hog to. */
+ * on the one the kernel moved the hog to; without CHECK, stops would run
+ * fn there.  With no cpuset controller, the threads' affinity changes. */
 static void cpuset_storm(void **state)
 {
-	const char *root = "/sys/fs/cgroup/cpuset";
-	char mems[64];
-	struct stat st;
-	int status;
-	bool v1;
+	double since, last;
+	int complaints = kernel_complaints(1e12, &since), status;
+	bool use_cg;
 
 	(void)state;
 	if (T_TSAN || t_nth_cpu(0) != 0 || t_nth_cpu(1) != 1)
 		t_skip("needs CPUs 0 and 1; TSan: no threads after fork");
-	v1 = getuid() == 0 && stat(root, &st) == 0;
-	if (v1) {
-		snprintf(cg, sizeof(cg), "%s/cpuhog-rel-%d", root, getpid());
-		assert_int_equal(mkdir(cg, 0755), 0);
-		snprintf(mems, sizeof(mems), "%s/cpuset.mems", root);
-		t_slurp(mems, mems, sizeof(mems));
-		assert_true(write_file(cg, "cpuset.mems", mems));
-		assert_true(write_file(cg, "cpuset.cpus", "0-1"));
-	}
+	use_cg = t_cpuset_make(&cs, "0-1");
 	cpuhog_shutdown(); /* the child starts its own hogs */
-	status = t_in_child(cpuset_child, v1 ? cg : NULL);
-	if (v1)
-		rmdir(cg);
+	status = t_in_child(cpuset_child, use_cg ? &cs : NULL);
+	t_cpuset_remove(&cs);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
+	if (complaints >= 0) {
+		complaints = kernel_complaints(since, &last);
+		print_message("kernel log: %d complaints\n", complaints);
+		assert_int_equal(complaints, 0);
+	}
 }
 
 /* ---- 3. a callback that raises a signal at its own thread ---- */
