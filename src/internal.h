@@ -49,6 +49,7 @@
 #define pin_to cpuhog_i_pin_to
 #define pinned_to cpuhog_i_pinned_to
 #define poll_offer cpuhog_i_poll_offer
+#define poll_raise cpuhog_i_poll_raise
 #define poll_start cpuhog_i_poll_start
 #define poll_stop cpuhog_i_poll_stop
 #define poll_sync cpuhog_i_poll_sync
@@ -248,6 +249,7 @@ HIDDEN bool poll_offer(struct hog *h);
 HIDDEN void poll_unpark(struct hog *h);
 HIDDEN int poll_start(struct hog *h);
 HIDDEN void poll_stop(struct hog *h);
+HIDDEN void poll_raise(struct hog *h);
 HIDDEN unsigned int poll_sync(struct ctx *c, unsigned int n);
 
 /* stop_machine.c */

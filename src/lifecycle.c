@@ -517,6 +517,24 @@ int cpuhog_init(const struct cpuhog_attr *attr)
 	return init_as(attr, false);
 }
 
+/*
+ * exit(): raise the pollers, so that the process does not wait for a
+ * SCHED_IDLE poller's turn on a busy CPU to be gone (poll.c).  Counted as
+ * a user, as any call: a shutdown in another thread then waits for us
+ * before it stops the pollers.
+ */
+__attribute__((destructor)) static void pollers_raise_at_exit(void)
+{
+	struct ctx *c;
+	unsigned int i;
+
+	atomic_fetch_add(&g_users, 1); /* seq_cst: see ctx_get() */
+	c = atomic_load(&g_ctx);
+	for (i = 0; c && i < c->nr_hogs; i++)
+		poll_raise(&c->hogs[i]);
+	ctx_put();
+}
+
 void cpuhog_shutdown(void)
 {
 	struct ctx *c;

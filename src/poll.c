@@ -80,6 +80,13 @@
  * SCHED_IDLE pollers sat on CPUs busy with the parent's calls, took up
  * to a second each to be reaped, and the canary woke 130 ms late.
  *
+ * The same holds for the process's exit: exit_group() kills every
+ * thread, but the process is gone only once each has run, and a polling
+ * poller beside a busy CPU of its session waited 118-174 ms for its turn
+ * (sleep mode: 1 ms).  So exit() raises the pollers first (a destructor
+ * in lifecycle.c; poll_raise()).  A process killed by a signal's default
+ * action runs no code of ours: its pollers still wait for their turn.
+ *
  * With cpuhog_attr.poll_ns the poller parks after that long without
  * work, and the hog unparks it after its next batch (Seastar's reactors
  * poll 200 us, then sleep).  A poller whose CPU went away parks and
@@ -227,23 +234,33 @@ static void resume(struct poller *p)
 	p->lost = 0;
 }
 
-/*
- * Whether this CPU is busy: others (our hog included) took more than
- * LOST_MAX_NS of the window.  Then step aside until it is idle again
- * (design note).  Our hog's batches also mark the last work (poll_ns).
- */
-static bool stepped_aside(struct hog *h, struct poller *p, uint64_t t)
+/* Whether our hog ran a batch since we last looked: then @t is the last
+ * work (poll_ns).  Asked at every pause and before every poll_ns park: a
+ * call's batch pauses us for ~5 us only, under PAUSE_NS, and a poller
+ * that looked only at long pauses parked while calls came every 500 us. */
+static bool worked(struct hog *h, struct poller *p, uint64_t t)
 {
 	uint32_t b = atomic_load_explicit(&h->batches, memory_order_relaxed);
 
+	if (b == p->batches)
+		return false;
+	p->batches = b;
+	p->last_work = t;
+	return true;
+}
+
+/*
+ * Whether this CPU is busy: others (our hog included) took more than
+ * LOST_MAX_NS of the window.  Then step aside until it is idle again
+ * (design note).
+ */
+static bool stepped_aside(struct hog *h, struct poller *p, uint64_t t)
+{
 	if (t - p->window > WINDOW_NS) { /* a new window */
 		p->window = t;
 		p->lost = 0;
 	}
-	if (b != p->batches) {
-		p->batches = b;
-		p->last_work = t;
-	}
+	worked(h, p, t);
 	p->lost += t - p->prev;
 	p->prev = t;
 	if (p->lost > LOST_MAX_NS) {
@@ -298,7 +315,8 @@ static void *poller_main(void *arg)
 		if (gen != acked)
 			ack(h, acked = gen);
 		claim(h);
-		if (c->poll_ns && t - p.last_work > c->poll_ns) {
+		if (c->poll_ns && t - p.last_work > c->poll_ns &&
+		    !worked(h, &p, t)) {
 			park(h, PARKED_IDLE, NO_DEADLINE); /* to the next batch */
 			resume(&p);
 			continue;
@@ -441,6 +459,16 @@ int poll_start(struct hog *h)
 	return 0;
 }
 
+/* A polling poller is SCHED_IDLE: on a busy CPU its next turn may be a
+ * tenth of a second away, and it must run to stop, or to let its process
+ * exit.  Back to SCHED_OTHER, where the process may. */
+void poll_raise(struct hog *h)
+{
+	if (h->poller_on)
+		pthread_setschedparam(h->poller, SCHED_OTHER,
+				      &(struct sched_param){ 0 });
+}
+
 void poll_stop(struct hog *h)
 {
 	if (!h->poller_on)
@@ -448,9 +476,7 @@ void poll_stop(struct hog *h)
 	atomic_store(&h->poll_stop, true);
 	if (atomic_exchange(&h->poll_parked, POLLING))
 		futex_wake(&h->poll_parked, 1);
-	/* a polling one is SCHED_IDLE: on a busy CPU it would wait long to
-	 * see the stop (where the process may raise it) */
-	pthread_setschedparam(h->poller, SCHED_OTHER, &(struct sched_param){ 0 });
+	poll_raise(h);
 	pthread_join(h->poller, NULL);
 	h->poller_on = false;
 	CPU_FREE(h->poll_mask);

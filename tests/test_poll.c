@@ -7,6 +7,8 @@
  */
 #include "harness.h"
 
+#include <sys/mman.h>
+
 #include <dirent.h>
 #include <pthread.h>
 
@@ -195,6 +197,51 @@ static void poll_ns_parks_pollers(void **state)
 		assert_int_equal(hog_one_cpu(t_nth_cpu(i), where, NULL),
 				 (int)t_nth_cpu(i));
 	cpuhog_shutdown();
+}
+
+/*
+ * Work every 500 us, poll_ns 5 ms: the poller never goes 5 ms without
+ * work, so it must not park.  It parked 37 times in 6,415 calls: the last
+ * work was noted only after a pause of the poller's loop over 20 us, and
+ * a call's batch pauses it for about 5.  Seen from here: before each
+ * call, whether the CPU's poller polls (a parked one does not until the
+ * call's batch ends the park).  A poller may also step aside, for a busy
+ * host or a burst of interrupts: that lasts a look of 100 ms, hundreds
+ * of calls, and is not counted; a poll_ns park lasts one call.
+ */
+static void poll_ns_stays_while_work_comes(void **state)
+{
+	unsigned int cpu = t_nth_cpu(1);
+	long calls = 0, parked = 0, aside = 0, run = 0;
+	bool now;
+	cpu_set_t mine, set;
+	uint64_t end;
+
+	(void)state;
+	if (cpu == t_nth_cpu(0))
+		t_skip("needs two hogged CPUs");
+	sched_getaffinity(0, sizeof(mine), &mine);
+	t_pin(t_nth_cpu(0)); /* the caller stays off the polled CPU */
+	init_poll(5 * MS);
+	if (wait_polling(1000) == 0)
+		t_skip("no poller polled within a second (busy machine)");
+	for (end = t_now() + 2000 * MS; t_now() < end; calls++) {
+		assert_true(cpuhog_get_polling(sizeof(set), &set) >= 0);
+		now = !CPU_ISSET(cpu, &set);
+		if (!now && run) { /* a park ended: short, or aside */
+			parked += run < 20;
+			aside += run >= 20;
+		}
+		run = now ? run + 1 : 0;
+		assert_int_equal(hog_one_cpu(cpu, where, NULL), (int)cpu);
+		nanosleep(&(struct timespec){ 0, 500000 }, NULL);
+	}
+	print_message("%ld calls 500 us apart, poll_ns 5 ms: the poller "
+		      "parked %ld times, stepped aside %ld\n", calls, parked,
+		      aside);
+	assert_int_equal(parked, 0);
+	cpuhog_shutdown();
+	sched_setaffinity(0, sizeof(mine), &mine);
 }
 
 /* CPUHOG_POLL=1 sets the flag too. */
@@ -493,6 +540,87 @@ static void forked_child_frees_poller_state(void **state)
 	cpuhog_shutdown();
 }
 
+/* ---- a poll-mode process exits as fast as a sleep-mode one ---- */
+
+/*
+ * A child that hogs with @poll, waits for its pollers to poll, makes the
+ * second hogged CPU busy with a spinner of its own session, and exits.
+ * Returns how long the parent waited for it, from its exit() on; 0: the
+ * pollers never polled (skip).
+ */
+static uint64_t exit_time(bool poll)
+{
+	_Atomic uint64_t *t_exit = mmap(NULL, sizeof(*t_exit),
+					PROT_READ | PROT_WRITE,
+					MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	unsigned int cpu = t_nth_cpu(1);
+	uint64_t took;
+	int status;
+	pid_t pid;
+
+	assert_true(t_exit != MAP_FAILED);
+	*t_exit = 0;
+	cpuhog_shutdown(); /* the child starts its own */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct cpuhog_attr a;
+		cpu_set_t one;
+		pid_t me = getpid();
+		uint64_t end;
+
+		alarm(30);
+		cpuhog_attr_init(&a);
+		a.flags = poll ? CPUHOG_F_POLL : 0;
+		if (cpuhog_init(&a) != 0 || hog_one_cpu(cpu, where, NULL) < 0)
+			_exit(3);
+		if (poll && wait_polling(2000) == 0)
+			_exit(0); /* *t_exit stays 0 */
+		if (fork() == 0) { /* the spinner, on the polled CPU */
+			CPU_ZERO(&one);
+			CPU_SET(cpu, &one);
+			sched_setaffinity(0, sizeof(one), &one);
+			end = t_now() + 2000 * MS;
+			while (getppid() == me && t_now() < end)
+				;
+			_exit(0);
+		}
+		t_sleep_ms(20); /* the spinner has taken the CPU */
+		atomic_store(t_exit, t_now());
+		exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	took = t_now();
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	took = *t_exit ? took - *t_exit : 0;
+	munmap((void *)t_exit, sizeof(*t_exit));
+	return took;
+}
+
+/*
+ * A polling poller is SCHED_IDLE, and a process exits only once every
+ * thread has run: beside a busy CPU the poller's turn came 118-174 ms
+ * after exit(), against 0.7-1.0 ms in sleep mode.  exit() raises the
+ * pollers now.  The bound is generous: it catches the SCHED_IDLE wait,
+ * not a slow machine.
+ */
+static void poll_process_exits_promptly(void **state)
+{
+	uint64_t sleep_ns, poll_ns;
+
+	(void)state;
+	if (T_TSAN || t_hog_cpus(&(cpu_set_t){ 0 }) < 2)
+		t_skip("needs two hogged CPUs; TSan: no threads after fork");
+	sleep_ns = exit_time(false);
+	poll_ns = exit_time(true);
+	if (poll_ns == 0)
+		t_skip("the pollers never polled (the machine is busy)");
+	print_message("exit with a busy CPU: sleep mode %.2f ms, poll mode "
+		      "%.2f ms\n", sleep_ns / 1e6, poll_ns / 1e6);
+	assert_true(poll_ns < 50 * MS + 10 * sleep_ns);
+}
+
 T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(pollers_idle_under_rt_creator),
 	cmocka_unit_test(polling_reported),
@@ -500,7 +628,9 @@ T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(poll_calls_keep_promises),
 	cmocka_unit_test(pollers_never_real_time),
 	cmocka_unit_test(poll_ns_parks_pollers),
+	cmocka_unit_test(poll_ns_stays_while_work_comes),
 	cmocka_unit_test(poll_from_environment),
 	cmocka_unit_test(busy_cpu_falls_back),
 	cmocka_unit_test(forked_child_frees_poller_state),
+	cmocka_unit_test(poll_process_exits_promptly),
 }))
