@@ -410,6 +410,9 @@ CPUHOG_API int stop_two_cpus(unsigned int cpu1, unsigned int cpu2,
  * expedited grace period of the kernel, and what
  * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) gives.  Threads on CPUs
  * without a hog are not covered.  Works without real-time priority.
+ * A hogged CPU that left the cpuset while the call ran may still run a
+ * thread of ours the kernel has not moved yet: then the call also asks
+ * the kernel for that barrier (membarrier(2)).
  * In poll mode a CPU whose poller runs acknowledges instead of switching
  * to its hog: no thread of ours runs there then (src/poll.c says why
  * that is the same barrier).

@@ -198,6 +198,7 @@ struct ctx {
 	_Atomic uint64_t transit_naps; /* multi_unlock()'s hotplug naps */
 	_Atomic uint64_t late_waits;   /* see cpuhog_info.late_waits */
 	_Atomic uint64_t stop_misses;  /* see cpuhog_info.stop_misses */
+	_Atomic bool sync_away; /* hog_synchronize(): a hog ran off its CPU */
 
 	/* Poll mode: hog_synchronize()'s generation, the pollers' acks. */
 	_Atomic uint32_t sync_gen;

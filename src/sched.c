@@ -7,15 +7,54 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+/*
+ * hog_synchronize()'s work.  A hog off its CPU runs it elsewhere: its CPU
+ * went offline, or left the cpuset.  An offline CPU runs no thread of
+ * ours; but a cpuset change re-pins the tasks one by one (each migrated
+ * by the kernel's stopper, which forces the switch we want), and if the
+ * hog was moved before thread T, T may still run on that CPU, never
+ * switched out since the call began.  Note it: the caller then asks the
+ * kernel for the barrier instead (full_barrier()).
+ */
 static int nothing(void *arg)
 {
-	(void)arg;
+	_Atomic bool *away = arg;
+
+	/* relaxed: the work's completion, which the caller acquires,
+	 * publishes it */
+	if (cpuhog_self->off_cpu)
+		atomic_store_explicit(away, true, memory_order_relaxed);
 	return 0;
+}
+
+/*
+ * membarrier(2): every thread of ours running now executes a full
+ * barrier, which is all a switch gave us.  PRIVATE_EXPEDITED interrupts
+ * only the CPUs running our threads (registered once, as liburcu does);
+ * GLOBAL (synchronize_rcu(): milliseconds) where that is refused.
+ */
+static void full_barrier(void)
+{
+	static _Atomic int reg; /* 0: not yet asked; 1 registered; -1 no */
+	int r = atomic_load_explicit(&reg, memory_order_relaxed);
+
+	if (r == 0) {
+		r = syscall(SYS_membarrier,
+			    MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) ?
+			    -1 : 1;
+		atomic_store_explicit(&reg, r, memory_order_relaxed);
+	}
+	if (r > 0 &&
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+		return;
+	syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
 }
 
 int hog_synchronize(void)
@@ -45,10 +84,14 @@ int hog_synchronize(void)
 	n = poll_sync(c, n); /* poll mode: running pollers answer */
 	gen = n ? multi_reserve(c, n, NO_DEADLINE) : -1;
 	if (gen >= 0) {
-		/* Internal: a hog off its CPU counts too; that CPU went
-		 * offline and runs none of our threads. */
-		multi_push(c, n, (uint32_t)gen, nothing, NULL, W_F_INTERNAL);
+		/* internal: a hog off its CPU runs it too (see nothing()) */
+		atomic_store_explicit(&c->sync_away, false,
+				      memory_order_relaxed);
+		multi_push(c, n, (uint32_t)gen, nothing, &c->sync_away,
+			   W_F_INTERNAL);
 		multi_wait(c, NO_DEADLINE, NULL);
+		if (atomic_load_explicit(&c->sync_away, memory_order_relaxed))
+			full_barrier();
 	}
 	/* acquire side of the barrier: pairs with each hog's release */
 	atomic_thread_fence(memory_order_seq_cst);

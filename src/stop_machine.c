@@ -327,6 +327,25 @@ static bool await_arrivals(struct stop_state *st, uint32_t gen)
 	}
 }
 
+/*
+ * Note that call @gen's hold is released.  Only forward (in serial-number
+ * order): a stale hog of an abandoned call, whose @gen is older, must not
+ * overwrite a later call's note (the later one's holds_released would go
+ * uncounted, and its hogs would each find the loss only at their next
+ * look).  relaxed: a hint read at each look; the count is read after
+ * RUN -> EXIT.
+ */
+static void release_hold(struct stop_state *st, uint32_t gen)
+{
+	uint32_t r = atomic_load_explicit(&st->released, memory_order_relaxed);
+
+	while ((int32_t)(gen - r) > 0 &&
+	       !atomic_compare_exchange_weak_explicit(&st->released, &r, gen,
+						      memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+}
+
 /* Whether @x, held for @gen, has stopped looking around and is no longer
  * pinned to its CPU (the CPU is leaving, or left).  @h: who asks. */
 static bool hog_lost(struct hog *h, struct hog *x, uint32_t gen, uint64_t now)
@@ -358,7 +377,7 @@ static bool hold_lost(struct stop_state *st, struct hog *h, uint32_t gen,
 			break;
 	if (i == c->nr_hogs && pinned_to(h->masksize, h->mask, h->cpu))
 		return false;
-	atomic_store_explicit(&st->released, gen, memory_order_relaxed);
+	release_hold(st, gen);
 	return true;
 }
 
@@ -369,7 +388,7 @@ static bool run_too_long(struct stop_state *st, uint32_t gen, uint64_t now)
 
 	if (!at || now < at || now - at <= st->ctx->overrun_ns)
 		return false;
-	atomic_store_explicit(&st->released, gen, memory_order_relaxed);
+	release_hold(st, gen);
 	return true;
 }
 
