@@ -147,6 +147,7 @@ struct hog {
 	 * looked around while spinning (read by the other hogs). */
 	_Atomic uint32_t held_gen;
 	_Atomic uint64_t beat;
+	uint32_t rng; /* the hog's own: when it looks next (jitter()) */
 
 	/* The work of multi-CPU calls, one at a time (serialized). */
 	struct work slot;

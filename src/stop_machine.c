@@ -71,9 +71,9 @@
  * deadline, and in PREPARE it sleeps, so whatever it waits for can run.
  * In RUN and EXIT it waits only for hogs that acknowledged HOLD, each
  * spinning or running fn on its own CPU at top priority, and the hold
- * limits above bound even that.  In HOLD, a hog that has waited LOOK_NS
- * withdraws its acknowledgement and naps, so that whatever the hog we
- * wait for is queued behind (another process's hog in a stop of its own,
+ * limits above bound even that.  In HOLD, a hog that has waited about
+ * LOOK_NS withdraws its acknowledgement and yields (naps, once HOLD
+ * lasted 10 ms), so that whatever the hog we wait for is queued behind (another process's hog in a stop of its own,
  * or a moved hog) can run.  Rendezvous works of two calls are never
  * interleaved on two CPUs in opposite orders: one multi-CPU call at a
  * time is queued and waited for (multi_lock).
@@ -392,28 +392,36 @@ static bool run_too_long(struct stop_state *st, uint32_t gen, uint64_t now)
 	return true;
 }
 
-#define NAP_NS 200000u /* a back-off in HOLD */
+#define NAP_NS 200000u	    /* a back-off that naps */
+#define NAP_AFTER_NS 10000000u /* back-offs nap once HOLD lasted this */
 
 /*
- * HOLD has lasted LOOK_NS: a hog we wait for cannot run.  (Backing off
- * only when HOLD made no progress, or less often after each nap, let
- * stops meet on emulated vCPUs the host runs late, but two processes'
- * stops on a live machine then missed each other: fork_during_storm
- * failed 4 in 24.  Both were taken out.)  It may be
+ * HOLD has lasted a look: a hog we wait for cannot run.  It may be
  * queued behind a thread at our priority (another process's hog spinning
  * in a stop of its own, which in turn waits for a thread that we keep off
  * our CPU), or moved by a CPU going offline onto a CPU whose hog spins
  * here.  Let whatever it waits for run: withdraw our acknowledgement, so
- * that RUN cannot begin while we are away, nap, and acknowledge again.
- * A nap, not a yield: a yield lets only our own priority in, and the
- * kernel's threads and everyone else's must not wait for our deadline.
- * Nothing was promised yet: fn has not started.
+ * that RUN cannot begin while we are away, step aside, and acknowledge
+ * again.  Nothing was promised yet: fn has not started.
+ *
+ * Stepping aside is a yield for the first NAP_AFTER_NS: both threads
+ * above are at our priority, so a yield lets them in, and with nobody
+ * there it returns at once.  A nap of NAP_NS every time made the hogs
+ * take turns being away where a nap lasts milliseconds (vCPUs the host
+ * runs late): at 4 emulated vCPUs every stop with all CPUs present timed
+ * out.  After that, a nap: nothing below our priority can hold up a hog
+ * we wait for, but the threads on our CPU must not wait for our deadline.
+ *
+ * The looks come at random, between half a LOOK_NS and one and a half:
+ * two processes' stops whose hogs looked at the same moments swapped
+ * CPUs at each look and never met (fork_during_storm: 6 in 40 timed out
+ * in HOLD, one hog short, with looks every LOOK_NS exactly).
  */
 static bool arrive(struct stop_state *st, struct hog *h, uint32_t gen,
 		   unsigned int ph);
 
 static void back_off(struct stop_state *st, struct hog *h, uint32_t gen,
-		     unsigned int ph)
+		     unsigned int ph, bool nap)
 {
 	uint64_t v;
 
@@ -426,8 +434,24 @@ static void back_off(struct stop_state *st, struct hog *h, uint32_t gen,
 		if (GEN(v) != gen || PHASE(v) != ph)
 			return;
 	} while (!transition(st, v, v + 1));
-	nanosleep(&(struct timespec){ 0, NAP_NS }, NULL);
+	if (nap)
+		nanosleep(&(struct timespec){ 0, NAP_NS }, NULL);
+	else
+		sched_yield();
 	arrive(st, h, gen, ph);
+}
+
+/* The time to the next look before RUN: LOOK_NS/2 to 3*LOOK_NS/2, at
+ * random (xorshift32; the hog's own state, seeded with its tid). */
+static uint64_t jitter(struct hog *h)
+{
+	uint32_t x = h->rng ? h->rng : (uint32_t)h->tid | 1;
+
+	x ^= x << 13;
+	x ^= x >> 17;
+	x ^= x << 5;
+	h->rng = x;
+	return LOOK_NS / 2 + x % LOOK_NS;
 }
 
 /*
@@ -438,7 +462,7 @@ static void back_off(struct stop_state *st, struct hog *h, uint32_t gen,
 static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
 			unsigned int ph)
 {
-	uint64_t look = now_ns() + LOOK_NS, t;
+	uint64_t t0 = now_ns(), look = t0 + LOOK_NS, t;
 	unsigned int k = 0;
 	bool asleep = false;
 
@@ -456,7 +480,7 @@ static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
 		cpu_relax();
 		if ((++k & 63) != 0 || (t = now_ns()) < look)
 			continue;
-		look = t + LOOK_NS;
+		look = t + (ph < PH_RUN ? jitter(h) : LOOK_NS);
 		if (ph < PH_RUN && t > relaxed(&st->deadline)) {
 			note_late(st, t);
 			abandon(st, gen, PH_TIMEDOUT);
@@ -464,7 +488,7 @@ static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
 		else if (ph < PH_RUN && hold_lost(st, h, gen, t))
 			abandon(st, gen, PH_NOCPU);
 		else if (ph < PH_RUN)
-			back_off(st, h, gen, ph);
+			back_off(st, h, gen, ph, t - t0 > NAP_AFTER_NS);
 		else
 			asleep = hold_lost(st, h, gen, t) ||
 				 run_too_long(st, gen, t);

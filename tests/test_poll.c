@@ -207,7 +207,9 @@ static void poll_ns_parks_pollers(void **state)
  * call, whether the CPU's poller polls (a parked one does not until the
  * call's batch ends the park).  A poller may also step aside, for a busy
  * host or a burst of interrupts: that lasts a look of 100 ms, hundreds
- * of calls, and is not counted; a poll_ns park lasts one call.
+ * of calls, and is not counted; a poll_ns park lasts one call.  A poller
+ * kept off its CPU for just over 10 ms (a busy host) looks like a park:
+ * 3 are let pass (under ASan beside a build, 1 was seen).
  */
 static void poll_ns_stays_while_work_comes(void **state)
 {
@@ -239,7 +241,7 @@ static void poll_ns_stays_while_work_comes(void **state)
 	print_message("%ld calls 500 us apart, poll_ns 5 ms: the poller "
 		      "parked %ld times, stepped aside %ld\n", calls, parked,
 		      aside);
-	assert_int_equal(parked, 0);
+	assert_true(parked <= 3); /* 129 to 407 before */
 	cpuhog_shutdown();
 	sched_setaffinity(0, sizeof(mine), &mine);
 }

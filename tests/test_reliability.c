@@ -448,7 +448,11 @@ static void child_calls(void *arg)
 		if (hog_one_cpu(t_nth_cpu(i), on_cpu,
 				(void *)(uintptr_t)t_nth_cpu(i)) != 1)
 			_exit(3);
-	_exit(t_stop_judged(0, NULL, &bad) == 0 && !bad ? 0 : 4);
+	i = t_stop_judged(0, NULL, &bad);
+	if (i != 0 || bad)
+		fprintf(stderr, "child: stop_machine() = %d (%s)\n", i,
+			bad ? "fn ran where it should not" : "fn ran nowhere");
+	_exit(i == 0 && !bad ? 0 : 4);
 }
 
 /* Without the atfork handler, the child would queue to hogs it does not
