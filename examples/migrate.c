@@ -7,14 +7,21 @@
 #include <unistd.h>
 
 static _Atomic pid_t worker_tid;
-static _Atomic int worker_cpu = -1, done;
+static _Atomic int asked, answered, worker_cpu = -1, done;
 
+/* Answers "where are you?" questions: question k is read before the CPU
+ * is, so an answer to k was measured after k was asked (an answer read
+ * before a migration and stored after it would say the old CPU). */
 static void *worker(void *arg)
 {
 	(void)arg;
 	atomic_store(&worker_tid, gettid());
-	while (!atomic_load(&done))
+	while (!atomic_load(&done)) {
+		int k = atomic_load(&asked);
+
 		atomic_store(&worker_cpu, sched_getcpu());
+		atomic_store(&answered, k);
+	}
 	return NULL;
 }
 
@@ -34,8 +41,9 @@ int main(void)
 			continue;
 		int r = hog_migrate(atomic_load(&worker_tid), (unsigned int)cpu);
 
-		atomic_store(&worker_cpu, -1);
-		for (int i = 0; i < 100000 && atomic_load(&worker_cpu) < 0; i++)
+		int k = atomic_fetch_add(&asked, 1) + 1;
+
+		for (int i = 0; i < 100000 && atomic_load(&answered) != k; i++)
 			usleep(10);
 		printf("hog_migrate(worker, %d) -> %d; worker now on CPU %d\n",
 		       cpu, r, atomic_load(&worker_cpu));

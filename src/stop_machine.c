@@ -514,14 +514,14 @@ static bool arrive(struct stop_state *st, struct hog *h, uint32_t gen,
 	return pass(st, gen, ph);
 }
 
-/* Whether this hog runs fn: asked to (or the first to claim it, for any
- * one CPU), and still on its CPU (if not, fn_runs says fn missed it). */
+/* Whether this hog is to run fn: asked to, or, for any one CPU, the
+ * first to claim it (a hog moved off its CPU does not). */
 static bool runs_fn(struct stop_state *st, struct hog *h)
 {
 	uint32_t zero = 0;
 
 	if (!st->fn_one)
-		return (h->slot.flags & W_F_RUNS_FN) && on_own_cpu(h);
+		return h->slot.flags & W_F_RUNS_FN;
 	/* relaxed: the CHECK -> RUN transition already ordered everything */
 	return on_own_cpu(h) &&
 	       atomic_compare_exchange_strong_explicit(
@@ -536,10 +536,17 @@ static void call_fn(struct stop_state *st, struct hog *h)
 	int r, zero = 0;
 
 	if (check)
-		check_begin(&ck);
+		check_begin(&ck); /* a system call: a migration point */
+	/* the last look before fn: moved since CHECK, leave fn alone (the
+	 * caller compares fn_runs with fn_want) */
+	if (!on_own_cpu(h))
+		return;
 	r = st->fn(st->data);
 	if (check)
 		check_end(h, st->fn, &ck);
+	/* moved while fn ran: the hold ended under fn (holds_released) */
+	if (!on_own_cpu(h))
+		release_hold(st, h->slot.gen);
 	redirect_signals(h);
 	/* relaxed: the RUN -> EXIT transition publishes both */
 	atomic_fetch_add_explicit(&st->fn_runs, 1, memory_order_relaxed);
