@@ -205,10 +205,41 @@ static void migrate_errors(void **state)
 	assert_int_equal(hog_migrate(hog, t_nth_cpu(0)), -EINVAL);
 }
 
+/*
+ * A thread of another process is not ours to move: -ESRCH, its affinity
+ * untouched.  (It was re-pinned, and a stale tid, reused by the system,
+ * would re-pin an unrelated process.)
+ */
+static void migrate_only_own_threads(void **state)
+{
+	cpu_set_t before, after;
+	int status;
+	pid_t child;
+
+	(void)state;
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		alarm(10); /* killed below, or gone by itself */
+		pause();
+		_exit(0);
+	}
+	assert_int_equal(sched_getaffinity(child, sizeof(before), &before), 0);
+	assert_int_equal(hog_migrate(child, t_nth_cpu(1)), -ESRCH);
+	assert_int_equal(sched_getaffinity(child, sizeof(after), &after), 0);
+	kill(child, SIGKILL);
+	waitpid(child, &status, 0);
+	assert_true(CPU_EQUAL(&before, &after));
+	/* and our own still move */
+	assert_int_equal(hog_migrate(0, t_nth_cpu(1)), 0);
+	assert_int_equal(sched_getcpu(), (int)t_nth_cpu(1));
+}
+
 T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(synchronize_switches_spinner),
 	cmocka_unit_test(synchronize_errors),
 	cmocka_unit_test(migrate_moves_spinner),
 	cmocka_unit_test(migrate_self),
 	cmocka_unit_test(migrate_errors),
+	cmocka_unit_test(migrate_only_own_threads),
 }))
