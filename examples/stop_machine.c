@@ -75,7 +75,7 @@ int main(void)
 
 	for (k = 0; k < 4; k++)
 		pthread_create(&th[k], NULL, reader, NULL);
-	for (i = 1; i <= 2000 && r == 0; i++)
+	for (i = 1; i <= 1000 && r == 0; i++)
 		r = update_retrying(&i, &retries);
 	atomic_store(&done, 1);
 	for (k = 0; k < 4; k++)

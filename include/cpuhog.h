@@ -15,7 +15,14 @@
  *  - CPU sets follow glibc: @setsize as for sched_setaffinity(), so sets
  *    from CPU_ALLOC() of any size work;
  *  - "hog context" means inside a callback run by a hog.  Calls that wait
- *    return -EDEADLK there: a hog cannot wait for itself.
+ *    return -EDEADLK there: a hog cannot wait for itself;
+ *  - signal handlers: hog_one_cpu_nowait(), hog_work_done(),
+ *    hog_work_wait(), cpuhog_attr_init() and cpuhog_version() are
+ *    async-signal-safe once the library is initialised (AS-Safe in
+ *    attributes(7)); every other call is AS-Unsafe.  Called from a
+ *    handler whose thread was inside another call of the library, a call
+ *    that may block returns -EDEADLK rather than wait for what its own
+ *    thread holds (cpuhog_shutdown() returns at once).
  *
  * Callbacks must not sleep (no blocking locks, no I/O, no sleeping
  * syscalls) and should be short: a hog at SCHED_FIFO 99 freezes its CPU
@@ -430,9 +437,12 @@ CPUHOG_API int hog_synchronize(void);
  * On return 0, @tid's affinity is {cpu}, it runs nowhere else, and it
  * next runs on @cpu.
  * Context: may sleep; not from hog context.
- * Returns 0; -ESRCH for no such thread; -ENOENT if @cpu has no hog or
- * is not usable now (offline, outside the cpuset); -EINVAL if @tid is a
- * hog; -EPERM where the kernel refuses; -EDEADLK from hog context.
+ * Only threads of this process: another process's thread (or a stale tid
+ * the system has given to one) is not the library's to move.
+ * Returns 0; -ESRCH for no such thread in this process; -ENOENT if @cpu
+ * has no hog or is not usable now (offline, outside the cpuset); -EINVAL
+ * if @tid is a hog; -EPERM where the kernel refuses; -EDEADLK from hog
+ * context.
  */
 CPUHOG_API int hog_migrate(pid_t tid, unsigned int cpu);
 

@@ -97,6 +97,7 @@ import json, shlex, sys, re
 host_only = re.compile(sys.argv[1]); cap = int(sys.argv[2])
 filt = re.compile(sys.argv[3]) if sys.argv[3] else None
 excl = re.compile(sys.argv[4]) if sys.argv[4] else None
+extra = sys.argv[5].split()
 for t in json.load(sys.stdin)["tests"]:
     name = t["name"]
     if host_only.search(name) or (filt and not filt.search(name)) \
@@ -105,12 +106,13 @@ for t in json.load(sys.stdin)["tests"]:
     p = {x["name"]: x["value"] for x in t.get("properties", [])}
     timeout = min(int(p.get("TIMEOUT", 60)), cap)
     skiprc = int(p.get("SKIP_RETURN_CODE", -1))
-    env = p.get("ENVIRONMENT", [])
+    env = p.get("ENVIRONMENT", []) + extra
     wd = p.get("WORKING_DIRECTORY", "/")
     print("t", shlex.quote(name), timeout, skiprc, shlex.quote(wd),
           " ".join(shlex.quote(e) for e in env), "--",
           " ".join(shlex.quote(c) for c in t["command"]))
-' "$HOST_ONLY" "$TEST_TIMEOUT" "${CPUHOG_SMP_FILTER:-}" "${CPUHOG_SMP_EXCLUDE:-}"
+' "$HOST_ONLY" "$TEST_TIMEOUT" "${CPUHOG_SMP_FILTER:-}" "${CPUHOG_SMP_EXCLUDE:-}" \
+	"${CPUHOG_SMP_ENV:-}"
 }
 
 make_init() {
@@ -162,7 +164,7 @@ t() {
 	while [ "$1" != "--" ]; do envs="$envs $1"; shift; done
 	shift
 	start=$(date +%s)
-	(cd "$dir" && exec env $envs $CPUHOG_SMP_ENV setsid "$@") >/tmp/out 2>&1 </dev/null &
+	(cd "$dir" && exec env $envs setsid "$@") >/tmp/out 2>&1 </dev/null &
 	pid=$!
 	ticks=0
 	while alive $pid && [ $ticks -lt $((limit * 5)) ]; do

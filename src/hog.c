@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 _Thread_local struct hog *cpuhog_self;
+_Thread_local volatile sig_atomic_t in_call;
 _Atomic uint64_t g_spin_ns;
 _Atomic uint32_t g_epoch;
 
@@ -269,18 +270,18 @@ int hog_one_cpu(unsigned int cpu, cpuhog_fn_t fn, void *arg)
 		return -EINVAL;
 	if (cpuhog_self)
 		return -EDEADLK;
-	c = ctx_get(&err);
+	c = call_enter(&err);
 	if (!c)
 		return err;
 	h = hog_of(c, cpu);
 	if (!h) {
-		ctx_put();
+		call_leave();
 		return -ENOENT;
 	}
 	atomic_init(&w.state, W_QUEUED);
 	queue_work(h, &w);
 	err = work_wait(&w, may_spin(cpu), c->spin_ns);
-	ctx_put();
+	call_leave();
 	return err;
 }
 

@@ -10,6 +10,7 @@
 #include "cpuhog.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <time.h>
@@ -24,6 +25,9 @@
 #define check_begin cpuhog_i_check_begin
 #define check_end cpuhog_i_check_end
 #define cpuhog_self cpuhog_i_self
+#define call_enter cpuhog_i_call_enter
+#define call_leave cpuhog_i_call_leave
+#define in_call cpuhog_i_in_call
 #define ctx_get cpuhog_i_ctx_get
 #define ctx_put cpuhog_i_ctx_put
 #define deadline_in cpuhog_i_deadline_in
@@ -216,6 +220,10 @@ struct ctx {
 
 /* hog.c */
 HIDDEN extern _Thread_local struct hog *cpuhog_self;
+/* Inside a call that may block or lock (call_enter()), or in cpuhog_init()
+ * or cpuhog_shutdown(): a signal handler of this thread must not enter
+ * another.  Written and read by one thread, its handlers included. */
+HIDDEN extern _Thread_local volatile sig_atomic_t in_call;
 HIDDEN extern _Atomic uint64_t g_spin_ns; /* hog_work_wait() holds no
 					     reference to the context */
 HIDDEN extern _Atomic uint32_t g_epoch;  /* moves on in a forked child */
@@ -223,6 +231,8 @@ HIDDEN void *hog_main(void *arg);
 HIDDEN void wake_hog(struct hog *h);
 HIDDEN struct ctx *ctx_get(int *err);
 HIDDEN void ctx_put(void);
+HIDDEN struct ctx *call_enter(int *err); /* lifecycle.c */
+HIDDEN void call_leave(void);
 HIDDEN struct hog *hog_of(struct ctx *c, unsigned int cpu);
 HIDDEN int hog_cpu_set(size_t setsize, cpu_set_t *set,
 		       bool (*which)(const struct hog *h)); /* lifecycle.c */

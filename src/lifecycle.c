@@ -54,6 +54,15 @@ static struct ctx *g_orphans; /* contexts inherited over fork() */
 
 static int init_as(const struct cpuhog_attr *attr, bool inherit);
 
+static int lock_init(void);
+static void unlock_init(int was);
+
+static void call_out(void)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	in_call = 0;
+}
+
 struct ctx *ctx_get(int *err)
 {
 	for (;;) {
@@ -74,12 +83,44 @@ struct ctx *ctx_get(int *err)
 			*err = -ESHUTDOWN;
 			return NULL;
 		}
+
 		r = init_as(NULL, true);
 		if (r < 0 && r != -EALREADY) {
 			*err = r;
 			return NULL;
 		}
 	}
+}
+
+/*
+ * The entry of every call that may block or take a lock, and its exit.
+ * A thread found inside one already can only be here from a signal
+ * handler (a callback is refused as hog context before): the handler
+ * would wait for what its own thread holds, the lock it took or the hog
+ * it was waking, and it hung for ever.  -EDEADLK, as from hog context.
+ * The signal fences keep the flag's stores where they are against a
+ * handler of this thread.
+ */
+struct ctx *call_enter(int *err)
+{
+	struct ctx *c;
+
+	if (in_call) {
+		*err = -EDEADLK;
+		return NULL;
+	}
+	in_call = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	c = ctx_get(err);
+	if (!c)
+		call_out();
+	return c;
+}
+
+void call_leave(void)
+{
+	ctx_put();
+	call_out();
 }
 
 void ctx_put(void)
@@ -474,7 +515,7 @@ static int init_as(const struct cpuhog_attr *attr, bool inherit)
 	struct cpuhog_attr kept;
 	cpu_set_t *kept_cpus = NULL;
 	struct ctx *c;
-	int r;
+	int r, was;
 
 	if (cpuhog_self)
 		return -EDEADLK;
@@ -482,9 +523,11 @@ static int init_as(const struct cpuhog_attr *attr, bool inherit)
 	if (r < 0)
 		return r;
 	pthread_once(&g_atfork_once, atfork_register);
-	pthread_mutex_lock(&g_init_lock);
+	was = lock_init();
+	if (was < 0)
+		return -EDEADLK; /* a handler, interrupting init or shutdown */
 	if (atomic_load(&g_ctx)) {
-		pthread_mutex_unlock(&g_init_lock);
+		unlock_init(was);
 		return -EALREADY;
 	}
 	/* the latest orphan is the context of the parent at the fork.
@@ -508,13 +551,34 @@ static int init_as(const struct cpuhog_attr *attr, bool inherit)
 		/* release: the whole context before any call can see it */
 		atomic_store_explicit(&g_ctx, c, memory_order_release);
 	}
-	pthread_mutex_unlock(&g_init_lock);
+	unlock_init(was);
 	return r;
 }
 
 int cpuhog_init(const struct cpuhog_attr *attr)
 {
 	return init_as(attr, false);
+}
+
+/* Around what holds g_init_lock: a handler of this thread must not wait
+ * for it (in_call 2).  Returns what in_call was, or -1: it was 2. */
+static int lock_init(void)
+{
+	int was = in_call;
+
+	if (was == 2)
+		return -1;
+	in_call = 2;
+	atomic_signal_fence(memory_order_seq_cst);
+	pthread_mutex_lock(&g_init_lock);
+	return was;
+}
+
+static void unlock_init(int was)
+{
+	pthread_mutex_unlock(&g_init_lock);
+	atomic_signal_fence(memory_order_seq_cst);
+	in_call = was;
 }
 
 /*
@@ -538,10 +602,12 @@ __attribute__((destructor)) static void pollers_raise_at_exit(void)
 void cpuhog_shutdown(void)
 {
 	struct ctx *c;
+	int was;
 
-	if (cpuhog_self)
+	/* inside a call (a handler interrupted it): that call counts in
+	 * g_users, which would never drain */
+	if (cpuhog_self || in_call || (was = lock_init()) < 0)
 		return;
-	pthread_mutex_lock(&g_init_lock);
 	c = atomic_load(&g_ctx);
 	if (c) {
 		atomic_store(&g_shutting, true);
@@ -552,7 +618,7 @@ void cpuhog_shutdown(void)
 		ctx_free(c);
 		atomic_store(&g_shutting, false);
 	}
-	pthread_mutex_unlock(&g_init_lock);
+	unlock_init(was);
 }
 
 static uint64_t sum(struct ctx *c, size_t off)

@@ -304,12 +304,12 @@ static int do_hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
 		return -EINVAL;
 	if (cpuhog_self)
 		return -EDEADLK;
-	c = ctx_get(&r);
+	c = call_enter(&r);
 	if (!c)
 		return r;
 	r = multi_lock(c, try);
 	if (r < 0) {
-		ctx_put();
+		call_leave();
 		return r;
 	}
 	n = multi_select(c, setsize, cpus);
@@ -325,7 +325,7 @@ static int do_hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
 			r = -ENOENT;
 	}
 	multi_unlock(c);
-	ctx_put();
+	call_leave();
 	return r;
 }
 

@@ -66,7 +66,7 @@ int hog_synchronize(void)
 
 	if (cpuhog_self)
 		return -EDEADLK;
-	c = ctx_get(&r);
+	c = call_enter(&r);
 	if (!c)
 		return r;
 	multi_lock(c, false);
@@ -96,7 +96,7 @@ int hog_synchronize(void)
 	/* acquire side of the barrier: pairs with each hog's release */
 	atomic_thread_fence(memory_order_seq_cst);
 	multi_unlock(c);
-	ctx_put();
+	call_leave();
 	return 0;
 }
 
@@ -146,6 +146,14 @@ static int migrate_cpu(void *arg)
 	/* EINVAL: the set is one hogged CPU, so it is offline or outside
 	 * the cpuset now: not usable, as for every call */
 	return errno == EINVAL ? -ENOENT : -errno;
+}
+
+/* Whether @tid is a thread of this process: a signal 0 through tgkill()
+ * reaches it only then.  Another process's thread is not ours to move,
+ * and a stale tid the system gave to someone else must not be moved. */
+static bool own_thread(pid_t tid)
+{
+	return syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno == EPERM;
 }
 
 static bool is_hog(struct ctx *c, pid_t tid)
@@ -199,7 +207,7 @@ int hog_migrate(pid_t tid, unsigned int cpu)
 		return -EDEADLK;
 	if (tid < 0)
 		return -ESRCH;
-	c = ctx_get(&r);
+	c = call_enter(&r);
 	if (!c)
 		return r;
 	m.tid = tid ? tid : gettid();
@@ -209,6 +217,8 @@ int hog_migrate(pid_t tid, unsigned int cpu)
 		r = -ENOMEM;
 	else if (!hog_of(c, cpu))
 		r = -ENOENT;
+	else if (!own_thread(m.tid))
+		r = -ESRCH;
 	else if (sched_getaffinity(m.tid, m.setsize, m.set) < 0)
 		r = -errno;
 	else if (is_hog(c, m.tid))
@@ -216,6 +226,6 @@ int hog_migrate(pid_t tid, unsigned int cpu)
 	else
 		r = do_migrate(c, &m, cpu);
 	CPU_FREE(m.set);
-	ctx_put();
+	call_leave();
 	return r;
 }

@@ -14,7 +14,11 @@
  *   HOLD      every hog that arrived spins on its CPU and acknowledges.
  *             From the last acknowledgement on, every CPU is held.
  *   CHECK     every held hog, having seen HOLD end, says it is still on
- *             its own CPU (sched_getcpu(), no system call).  A hog moved
+ *             its own CPU (sched_getcpu(), no system call).  No back-off
+ *             here: every hog was spinning on its CPU when HOLD ended,
+ *             so no thread at our priority can be queued behind one of
+ *             them, and only the kernel (its stopper, RT throttling) or
+ *             a hypervisor keeps one from answering.  A hog moved
  *             after its acknowledgement (a cpuset change, a CPU going
  *             offline: the kernel's stopper outranks us) gives up with
  *             NOCPU, or, queued behind a hog on the CPU it was moved to,
@@ -26,12 +30,15 @@
  *             the call says fn ran nowhere (-ENOENT) or, fn having run
  *             on other CPUs of the set, only on some (-EINTR).
  *   EXIT      every hog serializes its core and leaves.
- *   TIMEDOUT  the deadline passed in PREPARE or HOLD: fn ran nowhere.
- *             The deadline is stop_timeout_ns after the call began or
- *             after the latest arrival, whichever is later: a stop gives
- *             up when no CPU came for that long, not when many CPUs came
- *             slowly (an overcommitted VM runs its vCPUs late, and at 8
- *             emulated vCPUs bringing all in took 75-440 ms).
+ *   TIMEDOUT  the deadline passed before RUN: fn ran nowhere.  The
+ *             deadline is stop_timeout_ns after the call began or after
+ *             the latest step a hog made, whichever is later: its
+ *             arrival, its first hold, its check (each hog makes each
+ *             once).  A stop gives up when no CPU moved on for that long,
+ *             not when many CPUs came slowly (an overcommitted VM runs
+ *             its vCPUs late: at 8 emulated vCPUs on 2 host CPUs bringing
+ *             all in took 75-440 ms, and holding and checking them all
+ *             as long again).
  *   NOCPU     a CPU that had to take part declined, or none arrived, or
  *             a held CPU left before RUN: fn ran nowhere.
  *
@@ -121,7 +128,7 @@ struct stop_state {
 	/* Read by hogs before RUN, when a stale one may still read them
 	 * while the next call writes: atomics, relaxed.  The deadline
 	 * moves on with each arrival (see extend()). */
-	_Atomic uint64_t deadline, spin_ns, timeout_ns;
+	_Atomic uint64_t deadline, spin_ns, timeout_ns, begun;
 	/* Read by hogs only in RUN, which ends before the call returns. */
 	bool fn_one;
 	cpuhog_fn_t fn;
@@ -393,7 +400,8 @@ static bool run_too_long(struct stop_state *st, uint32_t gen, uint64_t now)
 }
 
 #define NAP_NS 200000u	    /* a back-off that naps */
-#define NAP_AFTER_NS 10000000u /* back-offs nap once HOLD lasted this */
+#define NAP_AFTER_NS 10000000u  /* back-offs nap once HOLD lasted this, */
+#define NAP_AFTER_MAX 100000000u /* or a quarter of the timeout, to this */
 
 /*
  * HOLD has lasted a look: a hog we wait for cannot run.  It may be
@@ -404,15 +412,18 @@ static bool run_too_long(struct stop_state *st, uint32_t gen, uint64_t now)
  * that RUN cannot begin while we are away, step aside, and acknowledge
  * again.  Nothing was promised yet: fn has not started.
  *
- * Stepping aside is a yield for the first NAP_AFTER_NS: both threads
- * above are at our priority, so a yield lets them in, and with nobody
- * there it returns at once.  A nap of NAP_NS every time made the hogs
- * take turns being away where a nap lasts milliseconds (vCPUs the host
- * runs late): at 4 emulated vCPUs every stop with all CPUs present timed
- * out.  After that, a nap: nothing below our priority can hold up a hog
- * we wait for, but the threads on our CPU must not wait for our deadline.
+ * Stepping aside is a yield at first: both threads above are at our
+ * priority, so a yield lets them in, and with nobody there it returns at
+ * once.  Only later (see struct pace), now and then a nap: nothing below
+ * our priority can hold up a hog we wait for, but the threads on our CPU
+ * must not wait for a long deadline.  Naps come late and seldom because
+ * where a nap lasts milliseconds (vCPUs the host runs late) the hogs take
+ * turns being away: with a nap at every look, every stop with all CPUs
+ * present timed out at 4 emulated vCPUs; with a nap at every look after
+ * 10 ms, 9 stops in 10 timed out at 8 (the hogs napped 400 times a stop,
+ * and six or seven of eight were away at the deadline).
  *
- * The looks come at random, between half a LOOK_NS and one and a half:
+ * The looks come at random, between half a pace and one and a half:
  * two processes' stops whose hogs looked at the same moments swapped
  * CPUs at each look and never met (fork_during_storm: 6 in 40 timed out
  * in HOLD, one hog short, with looks every LOOK_NS exactly).
@@ -441,9 +452,9 @@ static void back_off(struct stop_state *st, struct hog *h, uint32_t gen,
 	arrive(st, h, gen, ph);
 }
 
-/* The time to the next look before RUN: LOOK_NS/2 to 3*LOOK_NS/2, at
- * random (xorshift32; the hog's own state, seeded with its tid). */
-static uint64_t jitter(struct hog *h)
+/* The time to the next look in HOLD: @every/2 to 3*@every/2, at random
+ * (xorshift32; the hog's own state, seeded with its tid). */
+static uint64_t jitter(struct hog *h, uint64_t every)
 {
 	uint32_t x = h->rng ? h->rng : (uint32_t)h->tid | 1;
 
@@ -451,7 +462,42 @@ static uint64_t jitter(struct hog *h)
 	x ^= x >> 17;
 	x ^= x << 5;
 	h->rng = x;
-	return LOOK_NS / 2 + x % LOOK_NS;
+	return every / 2 + x % every;
+}
+
+static uint64_t clamp(uint64_t x, uint64_t lo, uint64_t hi)
+{
+	return x < lo ? lo : x > hi ? hi : x;
+}
+
+/*
+ * A held hog's pace in HOLD: it looks (and backs off) about every
+ * @every, which is as long as the arrivals took, 1 to 16 ms: where the
+ * CPUs come slowly (vCPUs the host runs late), frequent back-offs keep
+ * the last of them from finding everyone present (at 8 vCPUs on 2 host
+ * CPUs, with 1 ms looks, stops timed out after 300 to 500 back-offs with
+ * three to seven of the eight hogs away); on a live machine the arrivals take microseconds and a stop wedged by
+ * another process's is freed within a millisecond.  From @nap_at on, a
+ * quarter of the timeout (10 to 100 ms) after HOLD began, one back-off in
+ * four naps: a nap at each look made most hogs away at any time where a
+ * 200 us nap lasts milliseconds, and stops timed out with half the hogs
+ * napping (8 emulated vCPUs).
+ */
+struct pace {
+	uint64_t every, nap_at;
+	unsigned int backoffs; /* after nap_at: every fourth one naps */
+};
+
+static struct pace pace_of(struct stop_state *st)
+{
+	uint64_t t = now_ns(), begun = relaxed(&st->begun);
+	uint64_t q = relaxed(&st->timeout_ns) / 4;
+
+	return (struct pace){
+		.every = clamp(t > begun ? t - begun : 0, LOOK_NS,
+			       16 * LOOK_NS),
+		.nap_at = t + clamp(q, NAP_AFTER_NS, NAP_AFTER_MAX),
+	};
 }
 
 /*
@@ -460,9 +506,9 @@ static uint64_t jitter(struct hog *h)
  * later, sleep instead of spinning once the hold is lost or fn overran.
  */
 static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
-			unsigned int ph)
+			unsigned int ph, struct pace *p)
 {
-	uint64_t t0 = now_ns(), look = t0 + LOOK_NS, t;
+	uint64_t look = now_ns() + (ph == PH_HOLD ? p->every : LOOK_NS), t;
 	unsigned int k = 0;
 	bool asleep = false;
 
@@ -480,15 +526,16 @@ static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
 		cpu_relax();
 		if ((++k & 63) != 0 || (t = now_ns()) < look)
 			continue;
-		look = t + (ph < PH_RUN ? jitter(h) : LOOK_NS);
+		look = t + (ph == PH_HOLD ? jitter(h, p->every) : LOOK_NS);
 		if (ph < PH_RUN && t > relaxed(&st->deadline)) {
 			note_late(st, t);
 			abandon(st, gen, PH_TIMEDOUT);
 		}
 		else if (ph < PH_RUN && hold_lost(st, h, gen, t))
 			abandon(st, gen, PH_NOCPU);
-		else if (ph < PH_RUN)
-			back_off(st, h, gen, ph, t - t0 > NAP_AFTER_NS);
+		else if (ph == PH_HOLD)
+			back_off(st, h, gen, ph,
+				 t > p->nap_at && (++p->backoffs & 3) == 0);
 		else
 			asleep = hold_lost(st, h, gen, t) ||
 				 run_too_long(st, gen, t);
@@ -563,6 +610,7 @@ static int stop_cpu(void *arg)
 	struct hog *h = cpuhog_self;
 	uint32_t gen = h->slot.gen;
 	bool hold = !h->off_cpu;
+	struct pace p;
 
 	if (!tally(st, gen, hold, !hold && (h->slot.flags & W_F_NEEDED)))
 		goto out;
@@ -573,15 +621,20 @@ static int stop_cpu(void *arg)
 	 * check (pinned_to) is a system call of its own */
 	atomic_store_explicit(&h->beat, now_ns(), memory_order_relaxed);
 	atomic_store_explicit(&h->held_gen, gen, memory_order_relaxed);
-	if (!pass(st, gen, PH_HOLD) || !await_phase(st, h, gen, PH_HOLD) ||
-	    !arrive(st, h, gen, PH_CHECK) || !await_phase(st, h, gen, PH_CHECK))
+	p = pace_of(st);
+	/* each hog's first hold and its check are steps, as its arrival:
+	 * the deadline moves on (extend()) */
+	if (!pass(st, gen, PH_HOLD) || (extend(st), false) ||
+	    !await_phase(st, h, gen, PH_HOLD, &p) ||
+	    !arrive(st, h, gen, PH_CHECK) || (extend(st), false) ||
+	    !await_phase(st, h, gen, PH_CHECK, &p))
 		goto out;
 	if (runs_fn(st, h)) {
 		call_fn(st, h);
 		atomic_store_explicit(&h->beat, now_ns(), memory_order_relaxed);
 	}
 	pass(st, gen, PH_RUN);
-	await_phase(st, h, gen, PH_RUN);
+	await_phase(st, h, gen, PH_RUN, &p);
 out:
 	serialize_core(); /* code fn rewrote is safe to run from here on */
 	return 0;
@@ -667,6 +720,7 @@ static int stop_run(struct ctx *c, unsigned int n, cpuhog_fn_t fn, void *data,
 	atomic_store_explicit(&st->deadline, deadline, memory_order_relaxed);
 	atomic_store_explicit(&st->timeout_ns, c->stop_timeout_ns,
 			      memory_order_relaxed);
+	atomic_store_explicit(&st->begun, now_ns(), memory_order_relaxed);
 	atomic_store_explicit(&st->spin_ns, c->spin_ns, memory_order_relaxed);
 	atomic_store_explicit(&st->fn_claimed, 0, memory_order_relaxed);
 	atomic_store_explicit(&st->ret, 0, memory_order_relaxed);
@@ -695,11 +749,11 @@ static struct ctx *stop_enter(cpuhog_fn_t fn, int *err)
 		*err = -EDEADLK;
 		return NULL;
 	}
-	c = ctx_get(err);
+	c = call_enter(err);
 	if (!c)
 		return NULL;
 	if (!c->rt_ok && !(c->flags & CPUHOG_F_WEAK_STOP)) {
-		ctx_put();
+		call_leave();
 		*err = -EPERM;
 		return NULL;
 	}
@@ -710,7 +764,7 @@ static struct ctx *stop_enter(cpuhog_fn_t fn, int *err)
 static void stop_leave(struct ctx *c)
 {
 	multi_unlock(c);
-	ctx_put();
+	call_leave();
 }
 
 /* Copy @cpus into fn_mask; -ENOENT if one of them has no hog. */

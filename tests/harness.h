@@ -83,6 +83,14 @@ static inline void t_sleep_ms(unsigned int ms)
 		;
 }
 
+/* How much slower than a live machine time runs here: 10 in an emulated
+ * guest (make check-smp sets CPUHOG_GUEST), whose vCPUs the host runs
+ * late; 1 elsewhere.  For bounds that catch hangs, never for speed. */
+static inline unsigned int t_slow(void)
+{
+	return getenv("CPUHOG_GUEST") ? 10 : 1;
+}
+
 /* Pin the calling thread to @cpu. */
 static inline void t_pin(unsigned int cpu)
 {

@@ -12,7 +12,7 @@ for f in $api; do
 	p=$src/man/man3/$f.3
 	[ -f "$p" ] || { fail "no page for $f"; continue; }
 	grep -q '^\.so ' "$p" && fail "$f.3 is an alias, not a page"
-	for sec in NAME SYNOPSIS DESCRIPTION "RETURN VALUE" ERRORS CONTEXT EXAMPLE "SEE ALSO"; do
+	for sec in NAME SYNOPSIS DESCRIPTION "RETURN VALUE" ERRORS ATTRIBUTES CONTEXT EXAMPLE "SEE ALSO"; do
 		grep -q "^\.SH $sec\$" "$p" || fail "$f.3 has no $sec"
 	done
 done

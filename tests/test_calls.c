@@ -4,6 +4,8 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
 
 static int where(void *arg)
 {
@@ -244,7 +246,7 @@ static _Atomic int arrived;
 static int all_arrive(void *arg)
 {
 	int n = *(int *)arg;
-	uint64_t end = t_now() + 50 * MS;
+	uint64_t end = t_now() + 50 * MS * t_slow();
 
 	atomic_fetch_add(&arrived, 1);
 	while (atomic_load(&arrived) < n)
@@ -353,6 +355,97 @@ static void hogs_block_signals(void **state)
 	assert_int_equal(hog_cpus(sizeof(set), &set, signals_blocked, NULL), 0);
 }
 
+/* ---- calls from a signal handler ---- */
+
+/*
+ * A handler that calls into the library while its thread is inside a
+ * call deadlocked: hog_one_cpu() nested in hog_one_cpu() hung with every
+ * thread in a futex wait, hog_synchronize() nested in hog_cpus() on the
+ * library's own lock.  Such a nested call now returns -EDEADLK, as from
+ * hog context; hog_one_cpu_nowait() works from a handler (AS-Safe once
+ * the library is initialised), and so does a blocking call from a
+ * handler whose thread was not inside one.
+ */
+static _Atomic int h_kind, h_ret, h_ran;
+static struct cpuhog_work h_work = CPUHOG_WORK_INIT;
+static pid_t h_tid;
+
+static int h_count(void *arg)
+{
+	(void)arg;
+	atomic_fetch_add(&h_ran, 1);
+	return 0;
+}
+
+static void on_usr2(int sig)
+{
+	(void)sig;
+	switch (atomic_load(&h_kind)) {
+	case 0:
+		atomic_store(&h_ret, hog_one_cpu(t_nth_cpu(1), h_count, NULL));
+		break;
+	case 1:
+		atomic_store(&h_ret, hog_synchronize());
+		break;
+	default:
+		atomic_store(&h_ret, hog_one_cpu_nowait(t_nth_cpu(1), h_count,
+							 NULL, &h_work));
+		break;
+	}
+}
+
+/* A callback that signals the caller's thread while it waits for us. */
+static int signal_caller(void *arg)
+{
+	(void)arg;
+	uint64_t end = t_now() + 5 * MS;
+
+	syscall(SYS_tgkill, getpid(), h_tid, SIGUSR2);
+	while (t_now() < end)
+		; /* the handler runs inside the caller's call */
+	return 0;
+}
+
+static void calls_from_signal_handler(void **state)
+{
+	struct sigaction sa = { .sa_handler = on_usr2 };
+	cpu_set_t all;
+
+	(void)state;
+	alarm(20); /* the nested calls hung for ever */
+	h_tid = (pid_t)syscall(SYS_gettid);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR2, &sa, NULL);
+	t_hog_cpus(&all);
+
+	atomic_store(&h_kind, 0); /* hog_one_cpu in hog_one_cpu */
+	atomic_store(&h_ret, 1);
+	assert_int_equal(hog_one_cpu(t_nth_cpu(1), signal_caller, NULL), 0);
+	assert_int_equal(atomic_load(&h_ret), -EDEADLK);
+
+	atomic_store(&h_kind, 1); /* hog_synchronize in hog_cpus */
+	atomic_store(&h_ret, 1);
+	CPU_ZERO(&all);
+	CPU_SET(t_nth_cpu(1), &all);
+	assert_int_equal(hog_cpus(sizeof(all), &all, signal_caller, NULL), 0);
+	assert_int_equal(atomic_load(&h_ret), -EDEADLK);
+
+	atomic_store(&h_kind, 2); /* nowait in hog_one_cpu: works */
+	atomic_store(&h_ran, 0);
+	assert_int_equal(hog_one_cpu(t_nth_cpu(1), signal_caller, NULL), 0);
+	assert_int_equal(atomic_load(&h_ret), 1);
+	assert_int_equal(hog_work_wait(&h_work), 0);
+	assert_int_equal(atomic_load(&h_ran), 1);
+
+	atomic_store(&h_kind, 0); /* outside any call: works */
+	atomic_store(&h_ran, 0);
+	raise(SIGUSR2);
+	assert_int_equal(atomic_load(&h_ret), 0);
+	assert_int_equal(atomic_load(&h_ran), 1);
+	signal(SIGUSR2, SIG_DFL);
+	alarm(0);
+}
+
 T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(one_cpu_runs_there),
 	cmocka_unit_test(one_cpu_errors),
@@ -367,4 +460,5 @@ T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(cpus_from_callback),
 	cmocka_unit_test(try_cpus_busy),
 	cmocka_unit_test(hogs_block_signals),
+	cmocka_unit_test(calls_from_signal_handler),
 }))
