@@ -439,19 +439,26 @@ static void signal_from_callback_delivered(void **state)
 static void child_calls(void *arg)
 {
 	cpu_set_t set;
-	int i, n = t_hog_cpus(&set);
+	int i, tries, n = t_hog_cpus(&set);
+	long bad = 0;
 
 	(void)arg;
-	long bad = 0;
 
 	for (i = 0; i < n; i++)
 		if (hog_one_cpu(t_nth_cpu(i), on_cpu,
 				(void *)(uintptr_t)t_nth_cpu(i)) != 1)
 			_exit(3);
-	i = t_stop_judged(0, NULL, &bad);
+	/* the parent's stops compete with ours at the same priority: in a
+	 * guest whose vCPUs come late one may time out (the header allows
+	 * it, and the call says so), and the child is usable if a retry
+	 * then gets its stop; on a live machine the first must */
+	for (tries = 0; tries < (t_slow() > 1 ? 5 : 1); tries++)
+		if ((i = t_stop_judged(0, NULL, &bad)) != -ETIMEDOUT)
+			break;
 	if (i != 0 || bad)
-		fprintf(stderr, "child: stop_machine() = %d (%s)\n", i,
-			bad ? "fn ran where it should not" : "fn ran nowhere");
+		fprintf(stderr, "child: stop_machine() = %d (%s), %d tries\n",
+			i, bad ? "fn ran where it should not" : "fn ran nowhere",
+			tries + 1);
 	_exit(i == 0 && !bad ? 0 : 4);
 }
 
@@ -757,7 +764,9 @@ static void offline_under_multi_cpu_storm(void **state)
 		print_message("%s: %ld offline cycles, worst offline %.1f ms "
 			      "(idle %.1f ms)\n",
 			      kind_name[k], cycles, worst / 1e6, idle / 1e6);
-		assert_true(cycles >= 25 * ms / 5000);
+		/* a bound that catches offlines held up for good; a
+		 * guest's offlines are slow anyway */
+		assert_true(cycles >= 25 * ms / 5000 / t_slow());
 	}
 	atomic_store(&storm.stop, 1);
 	for (i = 0; i < 4; i++)
