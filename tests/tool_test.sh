@@ -106,6 +106,25 @@ rm -f /tmp/cpuhog-stall.$$
 expect 0 "max gap" noise --cpus 0 --duration 200ms
 expect 0 '"max_gap_ns"' noise --cpus all --duration 150ms --json --threshold 2us
 expect 2 "needs --cpus" noise --duration 1s
+# durations as rt-tests take them: a bare number is seconds; m and h
+expect 0 "of 0.2[0-9]* s wall time" noise --cpus 0 --duration 0.2
+expect 2 "needs a unit" stall -c 0 -D 1 # a stall's length stays strict
+expect 2 "unknown unit 'x' (ns, us, ms, s, m, h)" noise -c 0 -D 1x
+# Ctrl-C (or a service manager's SIGTERM) ends a run with its summary
+for sig in INT TERM; do
+	$B noise -c 0 -D 10s >/tmp/cpuhog-noise-$$ 2>&1 &
+	p=$!
+	sleep 0.5
+	kill -$sig $p
+	wait $p
+	rc=$?
+	if [ $rc = 0 ] && grep -q "ended early by a signal" /tmp/cpuhog-noise-$$; then
+		ok
+	else
+		bad "noise after SIG$sig: exit $rc: $(cat /tmp/cpuhog-noise-$$)"
+	fi
+	rm -f /tmp/cpuhog-noise-$$
+done
 expect 2 "bad duration" noise --cpus 0 --duration 3parsecs
 expect 2 "has no hog" noise --cpus 4000 --duration 10ms
 expect 2 "outside this process" noise --cpus 60 --duration 10ms

@@ -13,6 +13,7 @@
 #include "tool.h"
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -102,7 +103,12 @@ static void show_hist(const struct noise_run *run, const struct cpu_noise *c,
 	}
 }
 
-static void print_text(const struct noise_run *run, const struct tool_set *set)
+/* Ctrl-C or a service manager's stop: end the run, and report what was
+ * measured (oslat prints its summary and exits 0 too). */
+static volatile sig_atomic_t interrupted;
+
+static void print_text(const struct noise_run *run, const struct tool_set *set,
+		       uint64_t wall)
 {
 	char noise[32], max[32], th[32];
 	bool bars = isatty(1);
@@ -128,6 +134,16 @@ static void print_text(const struct noise_run *run, const struct tool_set *set)
 	}
 	printf("(gaps above %s between two clock reads in a hog at %s)\n", th,
 	       run->policy);
+	/* the rests between slices are not measured: say how much was */
+	for (cpu = 0; cpu < (int)set->ids; cpu++)
+		if (CPU_ISSET_S(cpu, set->size, set->set) && wall) {
+			printf("(measured %.3f s of %.3f s wall time, %.1f%%%s)\n",
+			       run->cpu[cpu].measured / 1e9, wall / 1e9,
+			       100.0 * (double)run->cpu[cpu].measured /
+				       (double)wall,
+			       interrupted ? "; ended early by a signal" : "");
+			break;
+		}
 }
 
 static void print_json(const struct noise_run *run, const struct tool_set *set,
@@ -176,10 +192,27 @@ static void usage(FILE *f)
 		"usage: cpuhog noise -c LIST -D DURATION [-T THRESHOLD] [-j]\n"
 		"  OS noise on each CPU, from inside a hog\n"
 		"  -c, --cpus LIST        CPUs as for taskset -c, or 'all'\n"
-		"  -D, --duration D       how long to measure (e.g. 10s)\n"
+		"  -D, --duration D       how long to measure (10s, 1m, 2h; a bare\n"
+		"                         number is seconds); Ctrl-C ends it early\n"
 		"  -T, --threshold T      count gaps above T (default 1us)\n"
 		"  -j, --json             the figures as JSON\n"
 		"  -h, --help             this text\n");
+}
+
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static void catch_stops(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
 }
 
 int cmd_noise(int argc, char **argv)
@@ -248,8 +281,9 @@ int cmd_noise(int argc, char **argv)
 		return EXIT_RUNTIME;
 	}
 	progress = isatty(2) && duration > 2000000000ull && !json;
+	catch_stops();
 	t0 = tool_now_ns();
-	while (done < duration) {
+	while (done < duration && !interrupted) {
 		run.slice = duration - done < SLICE_NS ? duration - done
 						       : SLICE_NS;
 		r = hog_cpus(set.size, set.set, sample, &run);
@@ -262,7 +296,7 @@ int cmd_noise(int argc, char **argv)
 		if (progress)
 			fprintf(stderr, "\rnoise: %.1f of %.1f s", done / 1e9,
 				duration / 1e9);
-		if (done < duration)
+		if (done < duration && !interrupted)
 			usleep(REST_NS / 1000); /* let the machine breathe */
 	}
 	if (progress)
@@ -270,7 +304,7 @@ int cmd_noise(int argc, char **argv)
 	if (json)
 		print_json(&run, &set, tool_now_ns() - t0);
 	else
-		print_text(&run, &set);
+		print_text(&run, &set, tool_now_ns() - t0);
 	cpuhog_shutdown();
 	free(run.cpu);
 	CPU_FREE(set.set);

@@ -107,7 +107,8 @@ int parse_duration(const char *s, uint64_t *ns, char *err, size_t errsize)
 	static const struct {
 		const char *unit;
 		double ns;
-	} units[] = { { "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 } };
+	} units[] = { { "ns", 1 },   { "us", 1e3 },   { "ms", 1e6 },
+		      { "s", 1e9 },  { "m", 60e9 },   { "h", 3600e9 } };
 	const char *p = s;
 	double v;
 	char *end;
@@ -126,7 +127,8 @@ int parse_duration(const char *s, uint64_t *ns, char *err, size_t errsize)
 		return fail(err, errsize, "bad duration '%s'", s);
 	if (!*end)
 		return fail(err, errsize,
-			    "duration '%s' needs a unit: ns, us, ms or s", s);
+			    "duration '%s' needs a unit: ns, us, ms, s, m or h",
+			    s);
 	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
 		if (!strcmp(end, units[i].unit)) {
 			double t = v * units[i].ns;
@@ -138,7 +140,7 @@ int parse_duration(const char *s, uint64_t *ns, char *err, size_t errsize)
 			return 0;
 		}
 	return fail(err, errsize,
-		    "bad duration '%s': unknown unit '%s' (ns, us, ms, s)", s,
+		    "bad duration '%s': unknown unit '%s' (ns, us, ms, s, m, h)", s,
 		    end);
 }
 
@@ -183,4 +185,17 @@ void format_duration(uint64_t ns, char *buf, size_t size)
 		snprintf(buf, size, "%.2f ms", ns / 1e6);
 	else
 		snprintf(buf, size, "%.3f s", ns / 1e9);
+}
+
+int parse_run_duration(const char *s, uint64_t *ns, char *err, size_t errsize)
+{
+	char buf[64];
+	size_t n = s ? strlen(s) : 0;
+
+	/* a bare number is seconds, as rt-tests take -D */
+	if (n && n < sizeof(buf) - 1 && isdigit((unsigned char)s[n - 1])) {
+		snprintf(buf, sizeof(buf), "%ss", s);
+		return parse_duration(buf, ns, err, errsize);
+	}
+	return parse_duration(s, ns, err, errsize);
 }

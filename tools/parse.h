@@ -28,6 +28,10 @@ int parse_cpulist(const char *s, size_t setsize, cpu_set_t *set,
 /* Parse a duration into nanoseconds: a decimal number and one of ns,
  * us, ms, s (a bare number is an error).  Returns 0 or -1 with @err. */
 int parse_duration(const char *s, uint64_t *ns, char *err, size_t errsize);
+/* The length of a run: as parse_duration(), and a bare number is seconds
+ * (oslat -D 10). */
+int parse_run_duration(const char *s, uint64_t *ns, char *err,
+		       size_t errsize);
 
 /* Write @set as a compact list ("0-3,8") into @buf. */
 void format_cpulist(size_t setsize, const cpu_set_t *set, char *buf,

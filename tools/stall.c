@@ -79,6 +79,7 @@ static int parse_opts(int argc, char **argv, struct stall_opts *o)
 	static const struct option lo[] = {
 		{ "cpus", required_argument, 0, 'c' },
 		{ "for", required_argument, 0, 'D' },
+		{ "duration", required_argument, 0, 'D' }, /* as noise's */
 		{ "every", required_argument, 0, 'i' },
 		{ "count", required_argument, 0, 'l' },
 		{ "force", no_argument, 0, 'F' },
