@@ -607,6 +607,27 @@ static uint64_t exit_time(bool poll)
  * pollers now.  The bound is generous: it catches the SCHED_IDLE wait,
  * not a slow machine.
  */
+/* Whether this process may take a thread out of SCHED_IDLE (root,
+ * CAP_SYS_NICE, or RLIMIT_NICE 20): only then can exit() raise a poller. */
+static void *idle_and_back(void *arg)
+{
+	struct sched_param sp = { 0 };
+
+	(void)arg;
+	sched_setscheduler(0, SCHED_IDLE, &sp);
+	return (void *)(intptr_t)(sched_setscheduler(0, SCHED_OTHER, &sp) == 0);
+}
+
+static bool may_leave_idle(void)
+{
+	pthread_t th;
+	void *ok = NULL;
+
+	if (pthread_create(&th, NULL, idle_and_back, NULL) == 0)
+		pthread_join(th, &ok);
+	return ok != NULL;
+}
+
 static void poll_process_exits_promptly(void **state)
 {
 	uint64_t sleep_ns, poll_ns;
@@ -614,6 +635,10 @@ static void poll_process_exits_promptly(void **state)
 	(void)state;
 	if (T_TSAN || t_hog_cpus(&(cpu_set_t){ 0 }) < 2)
 		t_skip("needs two hogged CPUs; TSan: no threads after fork");
+	if (!may_leave_idle())
+		t_skip("this process may not take a thread out of SCHED_IDLE "
+		       "(CAP_SYS_NICE or RLIMIT_NICE 20): its pollers cannot "
+		       "be raised at exit");
 	sleep_ns = exit_time(false);
 	poll_ns = exit_time(true);
 	if (poll_ns == 0)
