@@ -54,6 +54,7 @@
 #define pinned_to cpuhog_i_pinned_to
 #define poll_offer cpuhog_i_poll_offer
 #define poll_raise cpuhog_i_poll_raise
+#define poll_exit cpuhog_i_poll_exit
 #define poll_start cpuhog_i_poll_start
 #define poll_stop cpuhog_i_poll_stop
 #define poll_sync cpuhog_i_poll_sync
@@ -262,6 +263,7 @@ HIDDEN void poll_unpark(struct hog *h);
 HIDDEN int poll_start(struct hog *h);
 HIDDEN void poll_stop(struct hog *h);
 HIDDEN void poll_raise(struct hog *h);
+HIDDEN void poll_exit(struct hog *h);
 HIDDEN unsigned int poll_sync(struct ctx *c, unsigned int n);
 
 /* stop_machine.c */

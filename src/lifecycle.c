@@ -582,7 +582,7 @@ static void unlock_init(int was)
 }
 
 /*
- * exit(): raise the pollers, so that the process does not wait for a
+ * exit(): stop the pollers, so that the process does not wait for a
  * SCHED_IDLE poller's turn on a busy CPU to be gone (poll.c).  Counted as
  * a user, as any call: a shutdown in another thread then waits for us
  * before it stops the pollers.
@@ -595,7 +595,7 @@ __attribute__((destructor)) static void pollers_raise_at_exit(void)
 	atomic_fetch_add(&g_users, 1); /* seq_cst: see ctx_get() */
 	c = atomic_load(&g_ctx);
 	for (i = 0; c && i < c->nr_hogs; i++)
-		poll_raise(&c->hogs[i]);
+		poll_exit(&c->hogs[i]);
 	ctx_put();
 }
 

@@ -83,8 +83,8 @@
  * The same holds for the process's exit: exit_group() kills every
  * thread, but the process is gone only once each has run, and a polling
  * poller beside a busy CPU of its session waited 118-174 ms for its turn
- * (sleep mode: 1 ms).  So exit() raises the pollers first (a destructor
- * in lifecycle.c; poll_raise()).  A process killed by a signal's default
+ * (sleep mode: 1 ms).  So exit() stops the pollers first (a destructor
+ * in lifecycle.c; poll_exit()).  A process killed by a signal's default
  * action runs no code of ours: its pollers still wait for their turn.
  *
  * With cpuhog_attr.poll_ns the poller parks after that long without
@@ -469,13 +469,39 @@ void poll_raise(struct hog *h)
 				      &(struct sched_param){ 0 });
 }
 
+/* Tell the poller to leave, and wake it if parked. */
+static void poll_tell_stop(struct hog *h)
+{
+	atomic_store(&h->poll_stop, true);
+	if (atomic_exchange(&h->poll_parked, POLLING))
+		futex_wake(&h->poll_parked, 1);
+}
+
+/*
+ * The process exits: the poller leaves at once, at the lowest real-time
+ * priority where the process may (else SCHED_OTHER).  Raised to
+ * SCHED_OTHER only, a poller that had polled at SCHED_IDLE kept the
+ * vruntime it ran up there (341 times its run time, at weight 3) on a
+ * kernel that does not renormalize it (6.1's CFS), and waited 0.1-2 s
+ * behind a busy task of its CPU.  Not joined: the exit kills it anyway,
+ * and it spins no more once it has seen the stop.  Calls made after this
+ * (other destructors) wake their hogs themselves.
+ */
+void poll_exit(struct hog *h)
+{
+	if (!h->poller_on)
+		return;
+	poll_tell_stop(h);
+	if (pthread_setschedparam(h->poller, SCHED_FIFO,
+				  &(struct sched_param){ 1 }) != 0)
+		poll_raise(h);
+}
+
 void poll_stop(struct hog *h)
 {
 	if (!h->poller_on)
 		return;
-	atomic_store(&h->poll_stop, true);
-	if (atomic_exchange(&h->poll_parked, POLLING))
-		futex_wake(&h->poll_parked, 1);
+	poll_tell_stop(h);
 	poll_raise(h);
 	pthread_join(h->poller, NULL);
 	h->poller_on = false;
