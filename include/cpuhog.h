@@ -333,6 +333,19 @@ CPUHOG_API int hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
 			void *arg);
 
 /*
+ * hog_cpus_ran - hog_cpus(), and where fn ran.
+ * @ran: filled (@setsize bytes, as @cpus; it may be @cpus) with the CPUs
+ * whose hog ran fn.
+ * A CPU of @cpus missing from it was skipped (it has no hog) or refused
+ * (it went offline or left the cpuset before fn started there): a drain
+ * of per-CPU data learns here which CPUs it still has to visit.
+ * Returns as hog_cpus(); @ran is filled whatever it returns but -EINVAL
+ * (for NULL @ran too) and -EDEADLK.
+ */
+CPUHOG_API int hog_cpus_ran(size_t setsize, const cpu_set_t *cpus,
+			    cpuhog_fn_t fn, void *arg, cpu_set_t *ran);
+
+/*
  * try_hog_cpus - hog_cpus(), unless another multi-CPU call is in progress.
  * Returns as hog_cpus(), or -EAGAIN at once with nothing queued.
  */

@@ -55,6 +55,7 @@
 #define poll_offer cpuhog_i_poll_offer
 #define poll_raise cpuhog_i_poll_raise
 #define poll_exit cpuhog_i_poll_exit
+#define poll_exit_join cpuhog_i_poll_exit_join
 #define poll_start cpuhog_i_poll_start
 #define poll_stop cpuhog_i_poll_stop
 #define poll_sync cpuhog_i_poll_sync
@@ -264,6 +265,7 @@ HIDDEN int poll_start(struct hog *h);
 HIDDEN void poll_stop(struct hog *h);
 HIDDEN void poll_raise(struct hog *h);
 HIDDEN void poll_exit(struct hog *h);
+HIDDEN void poll_exit_join(struct hog *h, const struct timespec *until);
 HIDDEN unsigned int poll_sync(struct ctx *c, unsigned int n);
 
 /* stop_machine.c */

@@ -589,6 +589,7 @@ static void unlock_init(int was)
  */
 __attribute__((destructor)) static void pollers_raise_at_exit(void)
 {
+	struct timespec until;
 	struct ctx *c;
 	unsigned int i;
 
@@ -596,6 +597,15 @@ __attribute__((destructor)) static void pollers_raise_at_exit(void)
 	c = atomic_load(&g_ctx);
 	for (i = 0; c && i < c->nr_hogs; i++)
 		poll_exit(&c->hogs[i]);
+	/* 20 ms for them all to be gone; it takes microseconds */
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += 20000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	for (i = 0; c && i < c->nr_hogs; i++)
+		poll_exit_join(&c->hogs[i], &until);
 	ctx_put();
 }
 

@@ -291,13 +291,24 @@ int multi_result(struct ctx *c, unsigned int n, bool *ran_any)
 	return r;
 }
 
+/* Which CPUs' hogs ran the call's fn, into @ran (@setsize bytes). */
+static void fill_ran(struct ctx *c, unsigned int n, size_t setsize,
+		     cpu_set_t *ran)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (c->msel[i]->slot.ran && c->msel[i]->cpu < setsize * 8)
+			CPU_SET_S(c->msel[i]->cpu, setsize, ran);
+}
+
 static int do_hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
-		       void *arg, bool try)
+		       void *arg, bool try, cpu_set_t *ran)
 {
 	struct ctx *c;
 	unsigned int n;
 	int64_t gen;
-	bool ran;
+	bool any;
 	int r;
 
 	if (!cpus || !fn)
@@ -305,14 +316,18 @@ static int do_hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
 	if (cpuhog_self)
 		return -EDEADLK;
 	c = call_enter(&r);
-	if (!c)
-		return r;
-	r = multi_lock(c, try);
-	if (r < 0) {
+	if (c && (r = multi_lock(c, try)) < 0) {
 		call_leave();
+		c = NULL;
+	}
+	if (!c) {
+		if (ran)
+			CPU_ZERO_S(setsize, ran);
 		return r;
 	}
 	n = multi_select(c, setsize, cpus);
+	if (ran) /* after the selection: @ran may be @cpus */
+		CPU_ZERO_S(setsize, ran);
 	gen = n ? multi_reserve(c, n, try ? 0 : NO_DEADLINE) : -ENOENT;
 	r = gen == -ETIMEDOUT ? -EAGAIN /* try: a slot held by a stop */
 	    : gen < 0	      ? (int)gen
@@ -320,8 +335,10 @@ static int do_hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
 	if (r == 0) {
 		multi_push(c, n, (uint32_t)gen, fn, arg, 0);
 		multi_wait(c, NO_DEADLINE, NULL);
-		r = multi_result(c, n, &ran);
-		if (!ran)
+		r = multi_result(c, n, &any);
+		if (ran)
+			fill_ran(c, n, setsize, ran);
+		if (!any)
 			r = -ENOENT;
 	}
 	multi_unlock(c);
@@ -331,11 +348,19 @@ static int do_hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
 
 int hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn, void *arg)
 {
-	return do_hog_cpus(setsize, cpus, fn, arg, false);
+	return do_hog_cpus(setsize, cpus, fn, arg, false, NULL);
+}
+
+int hog_cpus_ran(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
+		 void *arg, cpu_set_t *ran)
+{
+	if (!ran)
+		return -EINVAL;
+	return do_hog_cpus(setsize, cpus, fn, arg, false, ran);
 }
 
 int try_hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
 		 void *arg)
 {
-	return do_hog_cpus(setsize, cpus, fn, arg, true);
+	return do_hog_cpus(setsize, cpus, fn, arg, true, NULL);
 }

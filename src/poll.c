@@ -483,9 +483,8 @@ static void poll_tell_stop(struct hog *h)
  * SCHED_OTHER only, a poller that had polled at SCHED_IDLE kept the
  * vruntime it ran up there (341 times its run time, at weight 3) on a
  * kernel that does not renormalize it (6.1's CFS), and waited 0.1-2 s
- * behind a busy task of its CPU.  Not joined: the exit kills it anyway,
- * and it spins no more once it has seen the stop.  Calls made after this
- * (other destructors) wake their hogs themselves.
+ * behind a busy task of its CPU.  Calls made after this (other
+ * destructors) wake their hogs themselves.
  */
 void poll_exit(struct hog *h)
 {
@@ -495,6 +494,15 @@ void poll_exit(struct hog *h)
 	if (pthread_setschedparam(h->poller, SCHED_FIFO,
 				  &(struct sched_param){ 1 }) != 0)
 		poll_raise(h);
+}
+
+/* After poll_exit(): join the poller if it is gone by @until
+ * (CLOCK_REALTIME), so that no finished thread is left unjoined; one that
+ * cannot run by then (exit() called from a hog, say) the exit kills. */
+void poll_exit_join(struct hog *h, const struct timespec *until)
+{
+	if (h->poller_on && pthread_timedjoin_np(h->poller, NULL, until) == 0)
+		atomic_store(&h->poller_on, false);
 }
 
 void poll_stop(struct hog *h)

@@ -221,6 +221,21 @@ static int nonzero_on_last(void *arg)
 	return sched_getcpu() == *(int *)arg ? 42 : 0;
 }
 
+static int ret0(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static int call_cpus_ran(void *arg)
+{
+	cpu_set_t all, ran;
+
+	(void)arg;
+	t_hog_cpus(&all);
+	return hog_cpus_ran(sizeof(all), &all, ret0, NULL, &ran);
+}
+
 static void cpus_results(void **state)
 {
 	cpu_set_t set, empty;
@@ -235,6 +250,38 @@ static void cpus_results(void **state)
 	assert_int_equal(hog_cpus(sizeof(empty), &empty, where, NULL), -ENOENT);
 	assert_int_equal(try_hog_cpus(sizeof(empty), &empty, where, NULL),
 			 -ENOENT);
+}
+
+/*
+ * hog_cpus_ran says where fn ran: every hogged CPU of the set, not a CPU
+ * without a hog (hog_cpus returns 0 there too, so a drain could not tell
+ * that it missed one); @ran may be @cpus; bad input changes nothing.
+ */
+static void cpus_ran_reports_where(void **state)
+{
+	cpu_set_t set, want, ran;
+	int n = t_hog_cpus(&set);
+
+	(void)state;
+	want = set;
+	CPU_SET(CPU_SETSIZE - 1, &set); /* no hog there */
+	assert_int_equal(hog_cpus_ran(sizeof(set), &set, ret0, NULL, &ran),
+			 0);
+	assert_true(CPU_EQUAL(&ran, &want));
+	assert_int_equal(CPU_COUNT(&ran), n);
+	assert_int_equal(hog_cpus_ran(sizeof(set), &set, ret0, NULL, &set),
+			 0); /* in place */
+	assert_true(CPU_EQUAL(&set, &want));
+	CPU_ZERO(&set);
+	CPU_SET(CPU_SETSIZE - 1, &set);
+	CPU_SET(0, &ran);
+	assert_int_equal(hog_cpus_ran(sizeof(set), &set, ret0, NULL, &ran),
+			 -ENOENT);
+	assert_int_equal(CPU_COUNT(&ran), 0);
+	assert_int_equal(hog_cpus_ran(sizeof(set), &set, ret0, NULL, NULL),
+			 -EINVAL);
+	assert_int_equal(hog_one_cpu(t_nth_cpu(0), call_cpus_ran, NULL),
+			 -EDEADLK);
 }
 
 /*
@@ -456,6 +503,7 @@ T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(cpus_runs_everywhere),
 	cmocka_unit_test(cpus_large_set),
 	cmocka_unit_test(cpus_results),
+	cmocka_unit_test(cpus_ran_reports_where),
 	cmocka_unit_test(cpus_queued_before_waiting),
 	cmocka_unit_test(cpus_from_callback),
 	cmocka_unit_test(try_cpus_busy),
