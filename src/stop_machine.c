@@ -428,11 +428,7 @@ static bool run_too_long(struct stop_state *st, uint32_t gen, uint64_t now)
  * CPUs at each look and never met (fork_during_storm: 6 in 40 timed out
  * in HOLD, one hog short, with looks every LOOK_NS exactly).
  */
-static bool arrive(struct stop_state *st, struct hog *h, uint32_t gen,
-		   unsigned int ph);
-
-static void back_off(struct stop_state *st, struct hog *h, uint32_t gen,
-		     unsigned int ph, bool nap)
+static void back_off(struct stop_state *st, uint32_t gen, bool nap)
 {
 	uint64_t v;
 
@@ -442,14 +438,14 @@ static void back_off(struct stop_state *st, struct hog *h, uint32_t gen,
 	 * every guest) */
 	do {
 		v = load_word(st);
-		if (GEN(v) != gen || PHASE(v) != ph)
+		if (GEN(v) != gen || PHASE(v) != PH_HOLD)
 			return;
 	} while (!transition(st, v, v + 1));
 	if (nap)
 		nanosleep(&(struct timespec){ 0, NAP_NS }, NULL);
 	else
 		sched_yield();
-	arrive(st, h, gen, ph);
+	pass(st, gen, PH_HOLD);
 }
 
 /* The time to the next look in HOLD: @every/2 to 3*@every/2, at random
@@ -534,9 +530,9 @@ static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
 		else if (ph < PH_RUN && hold_lost(st, h, gen, t))
 			abandon(st, gen, PH_NOCPU);
 		else if (ph == PH_HOLD)
-			back_off(st, h, gen, ph,
+			back_off(st, gen,
 				 t > p->nap_at && (++p->backoffs & 3) == 0);
-		else
+		else if (ph == PH_RUN) /* CHECK only looks */
 			asleep = hold_lost(st, h, gen, t) ||
 				 run_too_long(st, gen, t);
 	}
@@ -549,16 +545,15 @@ static bool on_own_cpu(struct hog *h)
 	return sched_getcpu() == (int)h->cpu;
 }
 
-/* Acknowledge phase @ph (HOLD or CHECK); CHECK only from our own CPU,
- * else the stop gives up: fn would have run where nobody asked. */
-static bool arrive(struct stop_state *st, struct hog *h, uint32_t gen,
-		   unsigned int ph)
+/* CHECK: pass it from our own CPU only, else the stop gives up: fn would
+ * have run where nobody asked. */
+static bool check_in(struct stop_state *st, struct hog *h, uint32_t gen)
 {
-	if (ph == PH_CHECK && !on_own_cpu(h)) {
+	if (!on_own_cpu(h)) {
 		abandon(st, gen, PH_NOCPU);
 		return false;
 	}
-	return pass(st, gen, ph);
+	return pass(st, gen, PH_CHECK);
 }
 
 /* Whether this hog is to run fn: asked to, or, for any one CPU, the
@@ -626,7 +621,7 @@ static int stop_cpu(void *arg)
 	 * the deadline moves on (extend()) */
 	if (!pass(st, gen, PH_HOLD) || (extend(st), false) ||
 	    !await_phase(st, h, gen, PH_HOLD, &p) ||
-	    !arrive(st, h, gen, PH_CHECK) || (extend(st), false) ||
+	    !check_in(st, h, gen) || (extend(st), false) ||
 	    !await_phase(st, h, gen, PH_CHECK, &p))
 		goto out;
 	if (runs_fn(st, h)) {
