@@ -587,7 +587,7 @@ static void unlock_init(int was)
  * a user, as any call: a shutdown in another thread then waits for us
  * before it stops the pollers.
  */
-__attribute__((destructor)) static void pollers_raise_at_exit(void)
+__attribute__((destructor)) static void pollers_stop_at_exit(void)
 {
 	struct timespec until;
 	struct ctx *c;
