@@ -9,12 +9,14 @@
 #                   the tests and runs them all
 #   make check-smp  the same tests inside emulated QEMU guests with SMP
 #                   vCPUs each (default 8; SMP="4 16 64" for several)
+#   make check-arm64  the library and its tests cross-built for arm64 and
+#                   run under qemu-aarch64-static
 BUILD    ?= build
 PREFIX   ?= /usr/local
 JOBS     ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run check check-asan check-tsan check-smp soak install uninstall clean format
+.PHONY: all deps build run check check-asan check-tsan check-smp check-arm64 soak install uninstall clean format
 
 all: build
 
@@ -57,6 +59,15 @@ check-smp: deps
 	cmake -S . -B $(BUILD) -DCPUHOG_TESTS=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j$(JOBS)
 	bash scripts/smp-guest.sh $(BUILD) $(SMP)
+
+# The same library for arm64: Debian's cross compiler, the tests run one by
+# one under qemu-aarch64-static (CMAKE_CROSSCOMPILING_EMULATOR).
+check-arm64:
+	@sh scripts/deps.sh arm64
+	cmake -S . -B build-arm64 -DCPUHOG_TESTS=ON \
+	  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake $(CMAKE_FLAGS)
+	cmake --build build-arm64 -j$(JOBS)
+	ctest --test-dir build-arm64 --output-on-failure -j1
 
 # The long reliability run: minutes of soak, hundreds of hotplug cycles,
 # 30 s of CPU offline per multi-CPU call kind.

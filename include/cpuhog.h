@@ -367,7 +367,12 @@ CPUHOG_API int try_hog_cpus(size_t setsize, const cpu_set_t *cpus,
  * several words to agree must re-check (a generation, as in
  * examples/stop_machine.c), or the change must be one instruction's
  * worth (examples/livepatch.c).  Each hog serializes its core
- * before it leaves, so code that fn rewrote is safe to run afterwards.
+ * before it leaves (x86: serialize or cpuid; arm64: isb), so code that fn
+ * rewrote is safe to run afterwards, once what fn wrote has reached the
+ * instruction side: on x86 it always has; on arm64, whose instruction
+ * caches do not snoop data writes, fn must call
+ * __builtin___clear_cache(start, end) on the bytes it wrote (the cache
+ * maintenance it issues is broadcast to every CPU).
  * No setup, no allocation, no thread creation on its path.  If no hog
  * arrived for cpuhog_attr.stop_timeout_ns (counted from the call, then
  * from the latest arrival), or the hogs were not all held within that

@@ -1,10 +1,20 @@
 #!/bin/sh
 # Install the Debian packages the build, the tests and the benchmark use,
 # when run as root and they are missing.  The library itself needs none.
+#   deps.sh          make check, make run
+#   deps.sh arm64    make check-arm64: the cross compiler, qemu-user-static
+#                    and cmocka for arm64 (multiarch: dpkg learns arm64)
 set -u
+mode=${1:-host}
+if [ "$mode" = arm64 ]; then
+	pkgs="gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross
+	      qemu-user-static libcmocka-dev:arm64"
+else
+	pkgs="cmake make gcc pkg-config libcmocka-dev clang libclang-rt-14-dev
+	      util-linux liburcu-dev rt-tests libdpdk-dev man-db mandoc"
+fi
 need=""
-for p in cmake make gcc pkg-config libcmocka-dev clang libclang-rt-14-dev \
-         util-linux liburcu-dev rt-tests libdpdk-dev man-db mandoc; do
+for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
 		need="$need $p"
 done
@@ -15,6 +25,9 @@ if [ "$(id -u)" != 0 ]; then
 fi
 echo "deps: installing$need"
 export DEBIAN_FRONTEND=noninteractive
+if [ "$mode" = arm64 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+	dpkg --add-architecture arm64
+fi
 apt-get update -qq >/dev/null 2>&1 || true
 # shellcheck disable=SC2086
 apt-get install -y -qq --no-install-recommends $need >/dev/null ||

@@ -169,6 +169,7 @@ struct hog {
 	_Atomic uint32_t poll_parked; /* futex: how it is parked, 0 polling */
 	_Atomic uint64_t poll_claims, poll_fallbacks;
 	_Atomic bool poll_stop;
+	_Atomic bool poll_left; /* out of its loop: changes its policy no more */
 	_Atomic bool poller_on; /* read by producers and the hog */
 	cpu_set_t *poll_mask; /* the poller's scratch for pin_to() */
 	int poll_fd;    /* the poller's /proc/stat, -1 when it has none */
@@ -263,7 +264,6 @@ HIDDEN bool poll_offer(struct hog *h);
 HIDDEN void poll_unpark(struct hog *h);
 HIDDEN int poll_start(struct hog *h);
 HIDDEN void poll_stop(struct hog *h);
-HIDDEN void poll_raise(struct hog *h);
 HIDDEN void poll_exit(struct hog *h);
 HIDDEN void poll_exit_join(struct hog *h, const struct timespec *until);
 HIDDEN unsigned int poll_sync(struct ctx *c, unsigned int n);

@@ -330,6 +330,8 @@ static void *poller_main(void *arg)
 		p.prev = t;
 		cpu_relax();
 	}
+	/* seq_cst: raise_until_left()'s raises after this leave us raised */
+	atomic_store(&h->poll_left, true);
 	h->poll_fd = -1;
 	h->poll_buf = NULL;
 	if (p.stat_fd >= 0)
@@ -446,6 +448,7 @@ int poll_start(struct hog *h)
 	pthread_attr_setinheritsched(&pa, PTHREAD_EXPLICIT_SCHED);
 	pthread_attr_setschedpolicy(&pa, SCHED_OTHER);
 	pthread_attr_setschedparam(&pa, &sp);
+	atomic_store_explicit(&h->poll_left, false, memory_order_relaxed);
 	r = -pthread_create(&h->poller, &pa, poller_main, h);
 	pthread_attr_destroy(&pa);
 	if (r) {
@@ -459,16 +462,6 @@ int poll_start(struct hog *h)
 	return 0;
 }
 
-/* A polling poller is SCHED_IDLE: on a busy CPU its next turn may be a
- * tenth of a second away, and it must run to stop, or to let its process
- * exit.  Back to SCHED_OTHER, where the process may. */
-void poll_raise(struct hog *h)
-{
-	if (h->poller_on)
-		pthread_setschedparam(h->poller, SCHED_OTHER,
-				      &(struct sched_param){ 0 });
-}
-
 /* Tell the poller to leave, and wake it if parked. */
 static void poll_tell_stop(struct hog *h)
 {
@@ -478,30 +471,69 @@ static void poll_tell_stop(struct hog *h)
 }
 
 /*
- * The process exits: the poller leaves at once, at the lowest real-time
- * priority where the process may (else SCHED_OTHER).  Raised to
- * SCHED_OTHER only, a poller that had polled at SCHED_IDLE kept the
- * vruntime it ran up there (341 times its run time, at weight 3) on a
- * kernel that does not renormalize it (6.1's CFS), and waited 0.1-2 s
- * behind a busy task of its CPU.  Calls made after this (other
- * destructors) wake their hogs themselves.
+ * A polling poller is SCHED_IDLE: on a busy CPU its next turn may be a
+ * tenth of a second away, and it must run to stop, or to let its process
+ * exit.  Raised to SCHED_OTHER only, a poller that had polled at
+ * SCHED_IDLE kept the vruntime it ran up there (341 times its run time,
+ * at weight 3) on a kernel that does not renormalize it (6.1's CFS), and
+ * waited 0.1-2 s behind a busy task of its CPU: so the lowest real-time
+ * priority where the process may, else SCHED_OTHER.
+ */
+static void raise_poller(struct hog *h)
+{
+	if (pthread_setschedparam(h->poller, SCHED_FIFO,
+				  &(struct sched_param){ 1 }) != 0)
+		pthread_setschedparam(h->poller, SCHED_OTHER,
+				      &(struct sched_param){ 0 });
+}
+
+/*
+ * Raise the poller until it has left its loop, or @until (CLOCK_REALTIME;
+ * NULL: no limit).  One raise is not enough: a poller between its look at
+ * poll_stop and its own set_policy() (park(), resume()) lowers itself
+ * again after us, then waits its turn behind the busy task (at 16 vCPUs,
+ * exit took 1.7 s of a 2 s spinner).  Once it is raised and running, it
+ * reaches its loop's head and leaves; a raise after poll_left holds.
+ */
+static void raise_until_left(struct hog *h, const struct timespec *until)
+{
+	struct timespec now, nap = { 0, 50000 };
+
+	for (;;) {
+		raise_poller(h);
+		if (atomic_load(&h->poll_left))
+			return;
+		clock_gettime(CLOCK_REALTIME, &now);
+		if (until && (now.tv_sec > until->tv_sec ||
+			      (now.tv_sec == until->tv_sec &&
+			       now.tv_nsec >= until->tv_nsec)))
+			return;
+		nanosleep(&nap, NULL);
+	}
+}
+
+/*
+ * The process exits: the poller leaves at once (raise_poller()).  Calls
+ * made after this (other destructors) wake their hogs themselves.
  */
 void poll_exit(struct hog *h)
 {
 	if (!h->poller_on)
 		return;
 	poll_tell_stop(h);
-	if (pthread_setschedparam(h->poller, SCHED_FIFO,
-				  &(struct sched_param){ 1 }) != 0)
-		poll_raise(h);
+	raise_poller(h);
 }
 
 /* After poll_exit(): join the poller if it is gone by @until
- * (CLOCK_REALTIME), so that no finished thread is left unjoined; one that
- * cannot run by then (exit() called from a hog, say) the exit kills. */
+ * (CLOCK_REALTIME), raising it again meanwhile, so that no finished
+ * thread is left unjoined; one that cannot run by then (exit() called
+ * from a hog, say) the exit kills. */
 void poll_exit_join(struct hog *h, const struct timespec *until)
 {
-	if (h->poller_on && pthread_timedjoin_np(h->poller, NULL, until) == 0)
+	if (!h->poller_on)
+		return;
+	raise_until_left(h, until);
+	if (pthread_timedjoin_np(h->poller, NULL, until) == 0)
 		atomic_store(&h->poller_on, false);
 }
 
@@ -510,7 +542,7 @@ void poll_stop(struct hog *h)
 	if (!h->poller_on)
 		return;
 	poll_tell_stop(h);
-	poll_raise(h);
+	raise_until_left(h, NULL);
 	pthread_join(h->poller, NULL);
 	h->poller_on = false;
 	CPU_FREE(h->poll_mask);

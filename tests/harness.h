@@ -12,6 +12,7 @@
 
 #include <cpuhog.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -89,6 +90,29 @@ static inline void t_sleep_ms(unsigned int ms)
 static inline unsigned int t_slow(void)
 {
 	return getenv("CPUHOG_GUEST") ? 10 : 1;
+}
+
+/* Whether the test runs under qemu-user (make check-arm64 sets
+ * CPUHOG_EMULATOR): one process on the host's kernel, whose /proc shows
+ * the host's view of it. */
+static inline int t_qemu_user(void)
+{
+	const char *s = getenv("CPUHOG_EMULATOR");
+
+	return s && !strcmp(s, "qemu-user");
+}
+
+/*
+ * How many of the guest's vCPUs share one host CPU (1 on a live machine):
+ * a wait for every CPU to come lasts about that many host time slices
+ * more, so bounds on such waits scale by it.
+ */
+static inline unsigned int t_load(void)
+{
+	const char *s = getenv("CPUHOG_GUEST_LOAD");
+	int n = s ? atoi(s) : 1;
+
+	return n > 1 ? (unsigned int)n : 1;
 }
 
 /* Pin the calling thread to @cpu. */
@@ -188,6 +212,20 @@ static inline bool t_runs_ok(struct t_runs *r, int ret, const cpu_set_t *want)
 	return true;
 }
 
+/* What a judged stop did, printed when it broke the invariant. */
+static inline void t_runs_print(const char *what, struct t_runs *r, int ret)
+{
+	int cpu;
+
+	print_message("%s returned %d; fn ran %d times:", what, ret,
+		      atomic_load(&r->total));
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (atomic_load(&r->on[cpu]))
+			print_message(" CPU %d x%d", cpu,
+				      atomic_load(&r->on[cpu]));
+	print_message("\n");
+}
+
 /* stop_machine() with a counting fn, judged by the stop invariant: *bad
  * grows by one if it broke.  Returns the stop's result. */
 static inline int t_stop_judged(size_t setsize, const cpu_set_t *cpus,
@@ -198,7 +236,10 @@ static inline int t_stop_judged(size_t setsize, const cpu_set_t *cpus,
 
 	memset(&runs, 0, sizeof(runs));
 	r = stop_machine(t_count_run, &runs, setsize, cpus);
-	*bad += !t_runs_ok(&runs, r, cpus);
+	if (!t_runs_ok(&runs, r, cpus)) {
+		t_runs_print("stop_machine", &runs, r);
+		++*bad;
+	}
 	return r;
 }
 
@@ -215,7 +256,10 @@ static inline int t_stop_two_judged(unsigned int cpu1, unsigned int cpu2,
 	if (cpu1 < CPU_SETSIZE)
 		CPU_SET(cpu1, &one);
 	r = stop_two_cpus(cpu1, cpu2, t_count_run, &runs);
-	*bad += !t_runs_ok(&runs, r, &one);
+	if (!t_runs_ok(&runs, r, &one)) {
+		t_runs_print("stop_two_cpus", &runs, r);
+		++*bad;
+	}
 	return r;
 }
 
@@ -284,6 +328,38 @@ static inline size_t t_slurp(const char *path, char *buf, size_t size)
 	}
 	buf[n] = 0;
 	return n;
+}
+
+/*
+ * The hogs' involuntary context switches, summed (/proc/self/task/
+ * TID/status): it moves only when the kernel took a CPU from a hog, which
+ * at FIFO 99 is RT throttling (or a stop of the kernel's own).  A test of
+ * "nothing else ran" reads it around the stop: if it moved, the kernel
+ * broke the hold, the header's documented limit, not the library.
+ */
+static inline unsigned long t_hogs_preempted(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	unsigned long sum = 0, v;
+	char path[300], buf[2048], *p;
+
+	while (d && (e = readdir(d))) {
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 e->d_name);
+		if (e->d_name[0] == '.' || !t_slurp(path, buf, sizeof(buf)) ||
+		    strncmp(buf, "cpuhog/", 7))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
+			 e->d_name);
+		t_slurp(path, buf, sizeof(buf));
+		p = strstr(buf, "nonvoluntary_ctxt_switches:");
+		if (p && sscanf(p, "nonvoluntary_ctxt_switches: %lu", &v) == 1)
+			sum += v;
+	}
+	if (d)
+		closedir(d);
+	return sum;
 }
 
 static inline int t_main(const struct CMUnitTest *tests, size_t n, int argc,

@@ -293,7 +293,7 @@ static _Atomic int arrived;
 static int all_arrive(void *arg)
 {
 	int n = *(int *)arg;
-	uint64_t end = t_now() + 50 * MS * t_slow();
+	uint64_t end = t_now() + 50 * MS * t_slow() * t_load();
 
 	atomic_fetch_add(&arrived, 1);
 	while (atomic_load(&arrived) < n)

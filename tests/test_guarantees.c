@@ -357,6 +357,10 @@ static void strict_mode_survives_fork(void **state)
 	int status;
 
 	(void)state;
+	if (t_qemu_user())
+		t_skip("qemu-user's translator blocks on locks of its own "
+		       "inside callbacks (code translated on first run): the "
+		       "sleep check counts those, and strict mode aborts");
 	status = t_in_child(strict_child, NULL);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);

@@ -61,6 +61,17 @@ static int threads_named(const char *prefix, char state, int *bad)
 	return n;
 }
 
+/* How many threads named @prefix are still listed after up to @ns. */
+static int threads_left(const char *prefix, uint64_t ns)
+{
+	uint64_t end = t_now() + ns;
+	int n;
+
+	while ((n = threads_named(prefix, 0, &(int){ 0 })) && t_now() < end)
+		t_sleep_ms(1);
+	return n;
+}
+
 /* The flag is in force (info says so), and every call keeps its
  * promises: right CPU, stop invariant, barrier, migration. */
 static void poll_calls_keep_promises(void **state)
@@ -93,8 +104,10 @@ static void poll_calls_keep_promises(void **state)
 	assert_int_equal(cpuhog_get_info(&in), 0);
 	assert_int_equal(in.queued, in.run + in.refused);
 	cpuhog_shutdown();
-	/* after shutdown no poller is left */
-	assert_int_equal(threads_named("cpuhog-p/", 0, &(int){ 0 }), 0);
+	/* after shutdown no poller is left (joined; the kernel may list a
+	 * joined thread for a moment, qemu-user for longer: its own exit
+	 * path runs after the guest's join returned) */
+	assert_int_equal(threads_left("cpuhog-p/", 1000 * MS), 0);
 }
 
 /* Wait up to @ms for a poller to poll (a new one first looks at its CPU
@@ -605,7 +618,7 @@ static uint64_t exit_time(bool poll)
  * thread has run: beside a busy CPU the poller's turn came 118-174 ms
  * after exit(), against 0.7-1.0 ms in sleep mode.  exit() raises the
  * pollers now.  The bound is generous: it catches the SCHED_IDLE wait,
- * not a slow machine.
+ * not a slow machine (nor an overcommitted guest's: t_load()).
  */
 /* Whether this process may take a thread out of SCHED_IDLE (root,
  * CAP_SYS_NICE, or RLIMIT_NICE 20): only then can exit() raise a poller. */
@@ -645,7 +658,9 @@ static void poll_process_exits_promptly(void **state)
 		t_skip("the pollers never polled (the machine is busy)");
 	print_message("exit with a busy CPU: sleep mode %.2f ms, poll mode "
 		      "%.2f ms\n", sleep_ns / 1e6, poll_ns / 1e6);
-	assert_true(poll_ns < 50 * MS + 10 * sleep_ns);
+	/* every polling vCPU of a guest is a busy host thread: the exit's
+	 * turns come t_load() times later there */
+	assert_true(poll_ns < 50 * MS * t_load() + 10 * sleep_ns);
 }
 
 T_MAIN(((const struct CMUnitTest[]){

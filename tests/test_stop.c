@@ -74,9 +74,11 @@ static bool probes_start(int rt)
 	struct sched_param sp = { .sched_priority = rt };
 	cpu_set_t set;
 	unsigned long before[MAXP];
-	int i;
+	int i, tries, moved;
 
 	nprobes = t_hog_cpus(&set);
+	if (nprobes > MAXP) /* a probe on each of the first MAXP */
+		nprobes = MAXP;
 	atomic_store(&probes_stop, 0);
 	pthread_attr_init(&pa);
 	if (rt) {
@@ -92,11 +94,16 @@ static bool probes_start(int rt)
 	t_sleep_ms(20);
 	for (i = 0; i < nprobes; i++)
 		before[i] = atomic_load(&probe_count[i]);
-	t_sleep_ms(20);
-	for (i = 0; i < nprobes; i++)
-		if (atomic_load(&probe_count[i]) == before[i])
-			return false;
-	return true;
+	/* each must move within 20 ms; in an overcommitted guest, within
+	 * as many host time slices more */
+	for (tries = 0; tries < 20 * (int)t_load(); tries++) {
+		t_sleep_ms(1);
+		for (i = moved = 0; i < nprobes; i++)
+			moved += atomic_load(&probe_count[i]) != before[i];
+		if (moved == nprobes)
+			return true;
+	}
+	return false;
 }
 
 static void probes_end(void)
@@ -127,9 +134,34 @@ static int probes_frozen(void *arg)
 	return moved ? 100 + moved : 0;
 }
 
+/*
+ * One stop of probes_frozen; a probe that moved counts only if no hog was
+ * preempted meanwhile (t_hogs_preempted(): RT throttling, which an
+ * overcommitted guest's slow rendezvous reaches): such a stop is retried.
+ * Returns false when the kernel broke every try's hold.
+ */
+static bool frozen_stop(size_t setsize, const cpu_set_t *set)
+{
+	int tries, r = 0;
+
+	for (tries = 0; tries < 5; tries++) {
+		unsigned long pre = t_hogs_preempted();
+
+		r = stop_machine(probes_frozen, NULL, setsize, set);
+		if (r <= 100 || t_hogs_preempted() == pre) {
+			assert_int_equal(r, 0);
+			return true;
+		}
+		print_message("the kernel preempted a hog during the stop (RT "
+			      "throttling): %d probes moved; again\n", r - 100);
+	}
+	return false;
+}
+
 static void stop_freezes_everything(void **state)
 {
 	cpu_set_t set;
+	bool held = true;
 	int i, rt;
 
 	(void)state;
@@ -152,15 +184,19 @@ static void stop_freezes_everything(void **state)
 			t_skip("a probe did not run before the stops (busy "
 			       "machine)");
 		}
-		for (i = 0; i < 5; i++) {
-			assert_int_equal(stop_machine(probes_frozen, NULL, 0, NULL),
-					 0);
-			/* fn on every CPU at once: still nothing else runs */
-			assert_int_equal(stop_machine(probes_frozen, NULL,
-						      sizeof(set), &set),
-					 0);
-		}
+		for (i = 0; i < 5 && held; i++)
+			/* fn on one CPU, then on every CPU at once: nothing
+			 * else runs either way */
+			held = frozen_stop(0, NULL) &&
+			       frozen_stop(sizeof(set), &set);
 		probes_end();
+		if (!held) {
+			sched_setscheduler(0, SCHED_OTHER,
+					   &(struct sched_param){ 0 });
+			t_skip("RT throttling took a CPU from a hog in each of "
+			       "5 tries of a stop (an overcommitted guest's "
+			       "rendezvous is slow enough to reach it)");
+		}
 	}
 	assert_int_equal(sched_setscheduler(0, SCHED_OTHER,
 					    &(struct sched_param){ 0 }),
