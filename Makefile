@@ -11,12 +11,13 @@
 #                   vCPUs each (default 8; SMP="4 16 64" for several)
 #   make check-arm64  the library and its tests cross-built for arm64 and
 #                   run under qemu-aarch64-static
+#   make soak-smp   the reliability storms, longer, in a 16-vCPU guest
 BUILD    ?= build
 PREFIX   ?= /usr/local
 JOBS     ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build run check check-asan check-tsan check-smp check-arm64 soak install uninstall clean format
+.PHONY: all deps build run check check-asan check-tsan check-smp check-arm64 soak soak-smp install uninstall clean format
 
 all: build
 
@@ -59,6 +60,18 @@ check-smp: deps
 	cmake -S . -B $(BUILD) -DCPUHOG_TESTS=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j$(JOBS)
 	bash scripts/smp-guest.sh $(BUILD) $(SMP)
+
+# The reliability storms (hotplug, cpuset, fork, soak, offline under
+# multi-CPU calls, each also in poll mode) in a 16-vCPU guest, longer
+# than check-smp runs them, with the canary, the stop invariant and the
+# guest kernel's log watched (SOAK_SMP="16 32" for more guests).
+SOAK_SMP ?= 16
+soak-smp: deps
+	cmake -S . -B $(BUILD) -DCPUHOG_TESTS=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j$(JOBS)
+	CPUHOG_SMP_FILTER='^test_reliability\.|stale_hog' CPUHOG_SMP_TEST_TIMEOUT=600 \
+	CPUHOG_SMP_ENV="CPUHOG_SOAK_SECONDS=120 CPUHOG_HOTPLUG_CYCLES=100 CPUHOG_OFFLINE_SECONDS=10" \
+	bash scripts/smp-guest.sh $(BUILD) $(SOAK_SMP)
 
 # The same library for arm64: Debian's cross compiler, the tests run one by
 # one under qemu-aarch64-static (CMAKE_CROSSCOMPILING_EMULATOR).

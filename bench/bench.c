@@ -254,6 +254,7 @@ static void run_rounds(struct op *ops, size_t n, const struct bench_opts *o)
 struct machine {
 	char model[128], kernel[256], idle[64], policy[96];
 	long rt_runtime, rt_period;
+	int rcu_expedited; /* /sys/kernel/rcu_expedited; -1 unknown */
 	unsigned int online;
 };
 
@@ -293,6 +294,10 @@ static void describe(struct machine *m, const struct cpuhog_info *in)
 	m->rt_runtime = atol(buf);
 	first_line("/proc/sys/kernel/sched_rt_period_us", buf, sizeof(buf));
 	m->rt_period = atol(buf);
+	/* 1: every synchronize_rcu() is expedited, membarrier GLOBAL's too
+	 * (7,926 us became 3.5 us on such a kernel) */
+	first_line("/sys/kernel/rcu_expedited", buf, sizeof(buf));
+	m->rcu_expedited = strcmp(buf, "unknown") ? atoi(buf) : -1;
 	m->online = (unsigned int)sysconf(_SC_NPROCESSORS_ONLN);
 	if (in->policy == SCHED_FIFO)
 		snprintf(m->policy, sizeof(m->policy), "SCHED_FIFO %d",
@@ -473,6 +478,16 @@ static struct op *find(struct op *ops, size_t n, const char *name)
 	return NULL;
 }
 
+/* Why a target's ratio says nothing on this machine, or NULL. */
+static const char *moot(const struct target *t, const struct machine *m)
+{
+	if (m->rcu_expedited == 1 &&
+	    (strstr(t->a, "membarrier GLOBAL") || strstr(t->b, "membarrier GLOBAL")))
+		return "not meaningful here: /sys/kernel/rcu_expedited is 1, "
+		       "so GLOBAL's grace period is an expedited one";
+	return NULL;
+}
+
 static double ratio_of(struct op *ops, size_t n, const struct target *t)
 {
 	struct op *a = find(ops, n, t->a), *b = find(ops, n, t->b);
@@ -526,8 +541,10 @@ static void print_table(struct op *ops, size_t n, const struct machine *m,
 	       "remote CPU %u)\n",
 	       m->model, m->online, bench_place.ncpus, bench_place.here,
 	       bench_place.there);
-	printf("kernel: %s; cpuidle: %s; hogs: %s; RT throttling %ld/%ld us\n\n",
-	       m->kernel, m->idle, m->policy, m->rt_runtime, m->rt_period);
+	printf("kernel: %s; cpuidle: %s; hogs: %s; RT throttling %ld/%ld us; "
+	       "rcu_expedited %s\n\n",
+	       m->kernel, m->idle, m->policy, m->rt_runtime, m->rt_period,
+	       m->rcu_expedited < 0 ? "unknown" : m->rcu_expedited ? "1" : "0");
 	printf("%-40s %10s %10s %9s %9s\n", "operation", "median us", "p99 us",
 	       "x sleep", "x spin");
 	for (i = 0; i < n; i++) {
@@ -560,6 +577,8 @@ static void print_table(struct op *ops, size_t n, const struct machine *m,
 		if (isnan(r))
 			printf("  %-64s not measured (%s)\n", t->what,
 			       unmeasured(ops, n, t));
+		else if (moot(t, m))
+			printf("  %-64s %8.2fx  %s\n", t->what, r, moot(t, m));
 		else
 			printf("  %-64s %8.2fx  %s\n", t->what, r,
 			       (t->at_most ? r <= t->limit : r >= t->limit)
@@ -612,9 +631,11 @@ static void print_json(struct op *ops, size_t n, const struct machine *m,
 	json_str("cpuidle", m->idle, true);
 	json_str("hog_policy", m->policy, true);
 	printf("\"cpus_online\": %u, \"cpus_hogged\": %u, \"caller_cpu\": %u, "
-	       "\"remote_cpu\": %u, \"rt_runtime_us\": %ld, \"rt_period_us\": %ld},\n",
+	       "\"remote_cpu\": %u, \"rt_runtime_us\": %ld, \"rt_period_us\": %ld, "
+	       "\"rcu_expedited\": %d},\n",
 	       m->online, bench_place.ncpus, bench_place.here,
-	       bench_place.there, m->rt_runtime, m->rt_period);
+	       bench_place.there, m->rt_runtime, m->rt_period,
+	       m->rcu_expedited);
 	printf(" \"operations\": [\n");
 	for (i = 0; i < n; i++) {
 		struct op *op = &ops[i];
@@ -648,8 +669,11 @@ static void print_json(struct op *ops, size_t n, const struct machine *m,
 			printf("\"ratio\": null, \"met\": null, ");
 			json_str("not_measured", unmeasured(ops, n, t), false);
 			printf("},\n");
-		}
-		else
+		} else if (moot(t, m)) {
+			printf("\"ratio\": %.3f, \"met\": null, ", r);
+			json_str("not_meaningful", moot(t, m), false);
+			printf("},\n");
+		} else
 			printf("\"ratio\": %.3f, \"met\": %s},\n", r,
 			       (t->at_most ? r <= t->limit : r >= t->limit)
 				       ? "true"

@@ -95,6 +95,10 @@ int bench_child(const char *tag, double budget_ms);
 /* The peer helpers: the path of cpuhog-bench-NAME into @buf; why it
  * cannot run (static), or NULL. */
 const char *bench_helper(const char *name, char *buf, size_t size);
+/* The busiest threads of each CPU of @cpus over a 200 ms look, as
+ * "CPU 1: name (pid N) 97%, ...; CPU 3: ..." (cpu_users.c). */
+void bench_cpu_users(size_t setsize, const cpu_set_t *cpus, char *buf,
+		     size_t size);
 const char *bench_helper_missing(const char *name);
 int bench_rss_child(void);
 

@@ -21,6 +21,25 @@
 #include <unistd.h>
 
 /* Re-initialise in poll mode (or back); NULL, or why not. */
+/* Why the pollers of the hogged CPUs outside @polling did not poll: the
+ * threads that kept those CPUs busy, so that a user can act on it. */
+static const char *not_polling(const cpu_set_t *polling)
+{
+	static char why[512];
+	char users[400];
+	cpu_set_t idle;
+
+	if (cpuhog_get_cpus(sizeof(idle), &idle) < 0)
+		CPU_ZERO(&idle);
+	CPU_XOR(&idle, &idle, polling); /* hogged, not polling */
+	bench_cpu_users(sizeof(idle), &idle, users, sizeof(users));
+	snprintf(why, sizeof(why),
+		 "the pollers did not start polling within 500 ms (their CPUs "
+		 "were busy: %s)",
+		 users);
+	return why;
+}
+
 static const char *init_mode(bool poll)
 {
 	struct cpuhog_attr a;
@@ -41,9 +60,7 @@ static const char *init_mode(bool poll)
 			return NULL;
 		usleep(1000);
 	}
-	return poll ? "the pollers did not start polling within 500 ms "
-		      "(their CPUs were busy)"
-		    : NULL;
+	return poll ? not_polling(&set) : NULL;
 }
 
 static const char *poll_setup(struct op *op)

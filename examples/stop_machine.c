@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <time.h>
 
 struct limits {
 	/* atomic only so that each word is read whole (and TSan knows);
@@ -67,15 +68,27 @@ static int update_retrying(long *i, long *retries)
 	return r;
 }
 
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
 int main(void)
 {
 	pthread_t th[4];
 	long i, retries = 0;
 	int r = 0, k;
+	double end = now() + 3;
 
 	for (k = 0; k < 4; k++)
 		pthread_create(&th[k], NULL, reader, NULL);
-	for (i = 1; i <= 1000 && r == 0; i++)
+	/* 1000 updates, or as many as 3 s allow: each stop brings every CPU
+	 * in, which takes longer the more CPUs there are (and much longer
+	 * in an emulated guest whose vCPUs share a few host CPUs) */
+	for (i = 1; i <= 1000 && r == 0 && now() < end; i++)
 		r = update_retrying(&i, &retries);
 	atomic_store(&done, 1);
 	for (k = 0; k < 4; k++)

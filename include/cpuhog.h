@@ -379,7 +379,8 @@ CPUHOG_API int try_hog_cpus(size_t setsize, const cpu_set_t *cpus,
  * long of the last arrival, it releases every CPU and returns -ETIMEDOUT
  * with fn run nowhere.  So a CPU held by someone else fails the stop in
  * about stop_timeout_ns, while a machine whose CPUs all come, only
- * slowly (an overcommitted VM), still gets its stop.
+ * slowly (an overcommitted VM), still gets its stop.  The deadline counts
+ * from the caller's last wake of a hog at the earliest.
  * Offline CPUs (and CPUs that left the cpuset) take no part: nothing of
  * ours runs there.
  *

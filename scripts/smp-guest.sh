@@ -22,6 +22,10 @@
 #   CPUHOG_SMP_TIMEOUT   the whole guest's limit in s (default 3000)
 #   CPUHOG_SMP_MEM       guest memory (default 3G)
 #   CPUHOG_SMP_ENV       extra VAR=VALUE words set for every test
+#   CPUHOG_SMP_SILENCE   stop a guest that printed nothing for this long
+#                        (s; default twice the test cap plus 2 min)
+# A guest that does not finish has the end of its console and what the
+# host was running printed, so that a CI log says what happened.
 set -euo pipefail
 
 BUILD=$(cd "${1:?usage: smp-guest.sh BUILD N [N...]}" && pwd)
@@ -32,6 +36,9 @@ CACHE=${CPUHOG_GUEST_CACHE:-/var/cache/cpuhog-guest}
 TEST_TIMEOUT=${CPUHOG_SMP_TEST_TIMEOUT:-90}
 GUEST_TIMEOUT=${CPUHOG_SMP_TIMEOUT:-3000}
 MEM=${CPUHOG_SMP_MEM:-3G}
+SILENCE=${CPUHOG_SMP_SILENCE:-$((TEST_TIMEOUT * 2 + 120))}
+# console lines shown as they come: the runner's, and the kernel's worst
+SHOW='^(smp|smp-[a-z]+):|Kernel panic|BUG: |Oops|soft lockup|hard LOCKUP|rcu: INFO'
 HOST_ONLY='^(symbols|man_lint|install|bench_quick|fuzz_parse)$'
 
 say() { echo "smp: $*"; }
@@ -133,7 +140,9 @@ CPUHOG_GUEST_LOAD=$(( ($(nproc) + host - 1) / host ))
 export CPUHOG_GUEST_LOAD
 mount -t devtmpfs dev /dev 2>/dev/null
 mkdir -p /dev/pts /dev/shm /tmp /root /sys/fs/cgroup
-mount -t tmpfs tmp /tmp
+# no tmpfs over /tmp: the initramfs is in memory already, and a build
+# tree under /tmp (a clone there) would be hidden by it
+chmod 1777 /tmp
 mount -t tmpfs shm /dev/shm
 mount -t tmpfs cg /sys/fs/cgroup
 mkdir -p /sys/fs/cgroup/cpuset /sys/fs/cgroup/unified
@@ -203,6 +212,8 @@ t() {
 	if [ $hung = 0 ] && { [ "$rc" = "$skiprc" ] || { [ $rc = 0 ] && [ $skipre = 1 ] && grep -q '\[  SKIPPED \]' /tmp/out; }; }; then
 		skip=$((skip + 1))
 		echo "smp: SKIP $name (${secs} s): $(grep -m1 'skipped:' /tmp/out | sed 's/^.*skipped: //')"
+		# what led to it: a skip must be for the reason it names
+		grep -v -e '^\[' -e 'skipped:' /tmp/out | tail -n 6 | sed 's/^/smp-out:   /'
 	elif [ $hung = 0 ] && [ $rc = 0 ]; then
 		pass=$((pass + 1))
 		echo "smp: PASS $name (${secs} s)"
@@ -275,15 +286,58 @@ make_initramfs() { # OUT
 
 # ---- one guest ----------------------------------------------------------
 run_guest() { # N KERNEL INITRD LOG
-	local n=$1 kernel=$2 initrd=$3 log=$4 machine=pc
+	local n=$1 kernel=$2 initrd=$3 log=$4 machine=pc raw=$4.raw qpid wpid
 	[ "$n" -gt 8 ] && machine=q35
-	timeout --foreground -k 10 "$GUEST_TIMEOUT" \
+	: >"$raw"
+	# the console into a file, not a pipe: the watchdog below sees it
+	# grow, and QEMU never blocks on a reader
+	timeout -k 10 "$GUEST_TIMEOUT" \
 		qemu-system-x86_64 -machine "$machine" -accel tcg,thread=multi \
-		-cpu max -smp "$n" -m "$MEM" -nographic -no-reboot \
+		-cpu max -smp "$n" -m "$MEM" -display none -monitor none \
+		-serial "file:$raw" -no-reboot \
 		-kernel "$kernel" -initrd "$initrd" -nic none \
 		-append "console=ttyS0 tsc=reliable panic=-1 quiet loglevel=4 nokaslr" \
-		</dev/null 2>&1 | sed -u 's/\r$//' | tee "$log" |
-		grep --line-buffered -E '^(smp|smp-[a-z]+):' || true
+		</dev/null >"$log.qemu" 2>&1 &
+	qpid=$!
+	watch_silence "$qpid" "$raw" &
+	wpid=$!
+	tail -n +1 -F --pid="$qpid" "$raw" 2>/dev/null | sed -u 's/\r$//' |
+		tee "$log" | grep --line-buffered -E "$SHOW" || true
+	kill "$wpid" 2>/dev/null || true
+	wait "$qpid" 2>/dev/null || true
+	[ -s "$log.qemu" ] && sed 's/^/smp: qemu: /' "$log.qemu" | head -20
+	return 0
+}
+
+# Stop guest @1 once its console @2 has not grown for SILENCE s: every
+# test has a cut of its own, so a silent guest is a wedged one.
+watch_silence() {
+	local size last=-1 quiet=0
+	while kill -0 "$1" 2>/dev/null; do
+		sleep 5
+		size=$(stat -c %s "$2" 2>/dev/null || echo 0)
+		if [ "$size" = "$last" ]; then
+			quiet=$((quiet + 5))
+		else
+			quiet=0 last=$size
+		fi
+		if [ "$quiet" -ge "$SILENCE" ]; then
+			say "the guest printed nothing for ${quiet} s: stopping it"
+			kill "$1" 2>/dev/null
+			return 0
+		fi
+	done
+}
+
+# What a guest that did not finish left: its console's end, the host.
+report_unfinished() { # LOG
+	say "the end of its console:"
+	tail -n 30 "$1" | sed 's/^/smp-console:   /'
+	say "the host: $(uptime)"
+	# top's second frame: the CPU of the last 2 s, not of a lifetime
+	top -b -d 2 -n 2 | awk '/^top -/ { f++ } f == 2' | sed -n '7,14p' |
+		sed 's/^/smp-host:   /'
+	free -m | sed 's/^/smp-host:   /'
 }
 
 need_pkgs
@@ -301,6 +355,7 @@ for n in "$@"; do
 	sum=$(grep '^smp-summary:' "$log" || true)
 	if [ -z "$sum" ]; then
 		say "$n vCPUs: the guest did not finish (${secs} s); see $log"
+		report_unfinished "$log"
 		status=1
 		continue
 	fi

@@ -54,8 +54,7 @@
 #define pinned_to cpuhog_i_pinned_to
 #define poll_offer cpuhog_i_poll_offer
 #define poll_raise cpuhog_i_poll_raise
-#define poll_exit cpuhog_i_poll_exit
-#define poll_exit_join cpuhog_i_poll_exit_join
+#define poll_exit_all cpuhog_i_poll_exit_all
 #define poll_start cpuhog_i_poll_start
 #define poll_stop cpuhog_i_poll_stop
 #define poll_sync cpuhog_i_poll_sync
@@ -68,6 +67,7 @@
 #define serialize_core cpuhog_i_serialize_core
 #define slot_wait_free cpuhog_i_slot_wait_free
 #define stop_state_alloc cpuhog_i_stop_state_alloc
+#define symbol_describe cpuhog_i_symbol_describe
 #define stop_state_free cpuhog_i_stop_state_free
 #define thread_switches cpuhog_i_thread_switches
 #define wake_hog cpuhog_i_wake_hog
@@ -264,8 +264,8 @@ HIDDEN bool poll_offer(struct hog *h);
 HIDDEN void poll_unpark(struct hog *h);
 HIDDEN int poll_start(struct hog *h);
 HIDDEN void poll_stop(struct hog *h);
-HIDDEN void poll_exit(struct hog *h);
-HIDDEN void poll_exit_join(struct hog *h, const struct timespec *until);
+HIDDEN void poll_exit_all(struct hog *hogs, unsigned int n,
+			  const struct timespec *until);
 HIDDEN unsigned int poll_sync(struct ctx *c, unsigned int n);
 
 /* stop_machine.c */
@@ -280,6 +280,9 @@ struct check {
 HIDDEN void check_begin(struct check *ck);
 HIDDEN void check_end(struct hog *h, cpuhog_fn_t fn, const struct check *ck);
 HIDDEN void redirect_signals(struct hog *h);
+/* "sym (file+0xoff)" for a code address, as addr2line takes it: the
+ * symbol from dladdr() or the object's own symbol table (symbols.c). */
+HIDDEN void symbol_describe(const void *addr, char *buf, size_t size);
 
 /* platform.c */
 HIDDEN uint64_t now_ns(void);

@@ -84,7 +84,7 @@
  * thread, but the process is gone only once each has run, and a polling
  * poller beside a busy CPU of its session waited 118-174 ms for its turn
  * (sleep mode: 1 ms).  So exit() stops the pollers first (a destructor
- * in lifecycle.c; poll_exit()).  A process killed by a signal's default
+ * in lifecycle.c; poll_exit_all()).  A process killed by a signal's default
  * action runs no code of ours: its pollers still wait for their turn.
  *
  * With cpuhog_attr.poll_ns the poller parks after that long without
@@ -488,53 +488,66 @@ static void raise_poller(struct hog *h)
 }
 
 /*
- * Raise the poller until it has left its loop, or @until (CLOCK_REALTIME;
- * NULL: no limit).  One raise is not enough: a poller between its look at
+ * Raise the poller until it has left its loop.  One raise is not enough: a poller between its look at
  * poll_stop and its own set_policy() (park(), resume()) lowers itself
  * again after us, then waits its turn behind the busy task (at 16 vCPUs,
  * exit took 1.7 s of a 2 s spinner).  Once it is raised and running, it
  * reaches its loop's head and leaves; a raise after poll_left holds.
  */
-static void raise_until_left(struct hog *h, const struct timespec *until)
+static void raise_until_left(struct hog *h)
 {
-	struct timespec now, nap = { 0, 50000 };
+	struct timespec nap = { 0, 50000 };
 
 	for (;;) {
 		raise_poller(h);
 		if (atomic_load(&h->poll_left))
 			return;
-		clock_gettime(CLOCK_REALTIME, &now);
-		if (until && (now.tv_sec > until->tv_sec ||
-			      (now.tv_sec == until->tv_sec &&
-			       now.tv_nsec >= until->tv_nsec)))
-			return;
 		nanosleep(&nap, NULL);
 	}
 }
 
-/*
- * The process exits: the poller leaves at once (raise_poller()).  Calls
- * made after this (other destructors) wake their hogs themselves.
- */
-void poll_exit(struct hog *h)
+static bool past(const struct timespec *until)
 {
-	if (!h->poller_on)
-		return;
-	poll_tell_stop(h);
-	raise_poller(h);
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return now.tv_sec > until->tv_sec ||
+	       (now.tv_sec == until->tv_sec && now.tv_nsec >= until->tv_nsec);
 }
 
-/* After poll_exit(): join the poller if it is gone by @until
- * (CLOCK_REALTIME), raising it again meanwhile, so that no finished
- * thread is left unjoined; one that cannot run by then (exit() called
- * from a hog, say) the exit kills. */
-void poll_exit_join(struct hog *h, const struct timespec *until)
+/*
+ * The process exits: every poller of @hogs is told to leave, then all are
+ * raised, round after round, until each has left its loop or @until
+ * (CLOCK_REALTIME), and those that left are joined, so that no finished
+ * thread is left unjoined.  Every poller is raised for the whole window:
+ * raised one after another against one deadline, the later ones got a
+ * single raise each once the first had used the time, and one that then
+ * lowered itself (raise_until_left()) held a 16-vCPU guest's exit 2 s.
+ * A poller that cannot run by then (exit() from a callback of a stop,
+ * whose hogs spin on every CPU) the exit kills.  Calls made after this
+ * (other destructors) wake their hogs themselves.
+ */
+void poll_exit_all(struct hog *hogs, unsigned int n,
+		   const struct timespec *until)
 {
-	if (!h->poller_on)
-		return;
-	raise_until_left(h, until);
-	if (pthread_timedjoin_np(h->poller, NULL, until) == 0)
-		atomic_store(&h->poller_on, false);
+	struct timespec nap = { 0, 50000 };
+	unsigned int i, gone;
+
+	for (i = 0; i < n; i++)
+		if (hogs[i].poller_on)
+			poll_tell_stop(&hogs[i]);
+	do {
+		for (i = 0, gone = 0; i < n; i++) {
+			if (!hogs[i].poller_on || atomic_load(&hogs[i].poll_left))
+				gone++;
+			else
+				raise_poller(&hogs[i]);
+		}
+	} while (gone < n && !past(until) && nanosleep(&nap, NULL) == 0);
+	for (i = 0; i < n; i++)
+		if (hogs[i].poller_on && atomic_load(&hogs[i].poll_left) &&
+		    pthread_timedjoin_np(hogs[i].poller, NULL, until) == 0)
+			atomic_store(&hogs[i].poller_on, false);
 }
 
 void poll_stop(struct hog *h)
@@ -542,7 +555,7 @@ void poll_stop(struct hog *h)
 	if (!h->poller_on)
 		return;
 	poll_tell_stop(h);
-	raise_until_left(h, NULL);
+	raise_until_left(h);
 	pthread_join(h->poller, NULL);
 	h->poller_on = false;
 	CPU_FREE(h->poll_mask);

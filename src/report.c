@@ -8,7 +8,6 @@
  */
 #include "internal.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -39,33 +38,13 @@ static bool first_report(struct ctx *c, cpuhog_fn_t fn, int kind)
 	return false; /* table full: count, stay quiet */
 }
 
-/* "sym (file+0xoff)": what addr2line and a debugger take.  dladdr finds
- * the object even for a static function; the symbol only if exported. */
-static void describe(cpuhog_fn_t fn, char *buf, size_t size)
-{
-	void *addr = *(void **)&fn;
-	const char *file;
-	Dl_info di;
-
-	memset(&di, 0, sizeof(di));
-	if (!dladdr(addr, &di) || !di.dli_fname) {
-		snprintf(buf, size, "%p", addr);
-		return;
-	}
-	file = strrchr(di.dli_fname, '/');
-	file = file ? file + 1 : di.dli_fname;
-	snprintf(buf, size, "%s%s(%s+%#lx)", di.dli_sname ? di.dli_sname : "",
-		 di.dli_sname ? " " : "", file[0] ? file : "main program",
-		 (unsigned long)((char *)addr - (char *)di.dli_fbase));
-}
-
 static void say(struct hog *h, cpuhog_fn_t fn, const char *what,
 		const char *tail)
 {
 	char msg[512], name[256];
 	int n;
 
-	describe(fn, name, sizeof(name));
+	symbol_describe(*(void **)&fn, name, sizeof(name));
 	n = snprintf(msg, sizeof(msg), "cpuhog: callback %s on CPU %u %s%s\n",
 		     name, h->cpu, what, tail);
 	/* write(2), not stdio: a hog must not queue behind a FILE lock held

@@ -38,7 +38,13 @@
  *             not when many CPUs came slowly (an overcommitted VM runs
  *             its vCPUs late: at 8 emulated vCPUs on 2 host CPUs bringing
  *             all in took 75-440 ms, and holding and checking them all
- *             as long again).
+ *             as long again).  Nor does a hog give up before the
+ *             caller has woken every hog: the deadline counts from the
+ *             last wake (at 32 vCPUs on 2 host CPUs, a caller not run
+ *             half-way through its wakes timed stops out).  A waiter run
+ *             late is not given grace: in HOLD that waiter is a spinning
+ *             hog that RT throttling stopped, and grace kept the others
+ *             spinning until a canary was 930 ms late.
  *   NOCPU     a CPU that had to take part declined, or none arrived, or
  *             a held CPU left before RUN: fn ran nowhere.
  *
@@ -129,6 +135,7 @@ struct stop_state {
 	 * while the next call writes: atomics, relaxed.  The deadline
 	 * moves on with each arrival (see extend()). */
 	_Atomic uint64_t deadline, spin_ns, timeout_ns, begun;
+	_Atomic uint32_t woken;	/* gen whose hogs the caller has all woken */
 	/* Read by hogs only in RUN, which ends before the call returns. */
 	bool fn_one;
 	cpuhog_fn_t fn;
@@ -304,11 +311,20 @@ static bool pass(struct stop_state *st, uint32_t gen, unsigned int ph)
 	return PHASE(nv) < PH_TIMEDOUT;
 }
 
+/* Whether the caller of call @gen has woken all its hogs. */
+static bool all_woken(struct stop_state *st, uint32_t gen)
+{
+	/* acquire: pairs with stop_run()'s release, so the deadline read
+	 * next is at least the one moved on after the last wake */
+	return atomic_load_explicit(&st->woken, memory_order_acquire) == gen;
+}
+
 /* PREPARE: spin for a while, then sleep, until everyone has arrived. */
 static bool await_arrivals(struct stop_state *st, uint32_t gen)
 {
 	uint64_t spin_end = deadline_in(relaxed(&st->spin_ns)), t, deadline;
 	unsigned int k = 0;
+	bool woken;
 
 	for (;;) {
 		uint64_t v = load_word(st);
@@ -322,12 +338,16 @@ static bool await_arrivals(struct stop_state *st, uint32_t gen)
 			continue;
 		}
 		t = now_ns(); /* every 16 turns: the deadline, then the spin */
+		woken = all_woken(st, gen); /* before the deadline's read */
 		deadline = relaxed(&st->deadline);
-		if (t > deadline) {
+		if (t > deadline && !woken) {
+			/* the caller, still waking hogs, was not run: the
+			 * deadline counts from its last wake (stop_run()) */
+			sleep_on_word(st, v, t + LOOK_NS);
+		} else if (t > deadline) {
 			note_late(st, t);
 			abandon(st, gen, PH_TIMEDOUT);
-		}
-		else if (t < spin_end)
+		} else if (t < spin_end)
 			cpu_relax();
 		else
 			sleep_on_word(st, v, deadline);
@@ -725,6 +745,12 @@ static int stop_run(struct ctx *c, unsigned int n, cpuhog_fn_t fn, void *data,
 	atomic_store_explicit(&st->word, WORD(gen, PH_PREPARE, n),
 			      memory_order_relaxed);
 	multi_push(c, n, (uint32_t)gen, stop_cpu, st, W_F_INTERNAL);
+	/* the deadline counts from the last wake: at 32 vCPUs a caller not
+	 * run half-way through its wakes timed stops out while the hogs it
+	 * had woken waited, on time, for the ones it had not */
+	extend(st);
+	/* release: the moved deadline before it, for all_woken()'s acquire */
+	atomic_store_explicit(&st->woken, (uint32_t)gen, memory_order_release);
 	multi_wait(c, deadline, stop_poll);
 	serialize_core();
 	return stop_outcome(c, (uint32_t)gen);

@@ -115,6 +115,24 @@ static inline unsigned int t_load(void)
 	return n > 1 ? (unsigned int)n : 1;
 }
 
+/*
+ * Restart the library with its stop timeout scaled by t_load(), for a test
+ * that is about something else than the timeout (in a 32-vCPU guest on 2
+ * host CPUs a vCPU went unrun for over 200 ms while its peers ran); and
+ * with overrun_ns scaled too, where @overrun.  The caller shuts it down.
+ */
+static inline int t_init_scaled(bool overrun)
+{
+	struct cpuhog_attr a;
+
+	cpuhog_shutdown();
+	cpuhog_attr_init(&a);
+	a.stop_timeout_ns = 200 * MS * t_load();
+	if (overrun)
+		a.overrun_ns = 100 * MS * t_load();
+	return cpuhog_init(&a);
+}
+
 /* Pin the calling thread to @cpu. */
 static inline void t_pin(unsigned int cpu)
 {

@@ -13,7 +13,15 @@ build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
 # nothing outside it, and the next run clears what it left.
 rm -rf "$build"/install-test.*
 tmp=$(mktemp -d "$build/install-test.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT INT TERM HUP
+# The build tree's install_manifest.txt is what `make uninstall` reads:
+# the test's own install must not replace the record of a user's
+# `make install` (make uninstall after make check removed nothing).
+m=$build/install_manifest.txt
+if [ -f "$m" ]; then cp "$m" "$tmp/manifest.user"; fi
+restore_manifest() {
+	if [ -f "$tmp/manifest.user" ]; then cp "$tmp/manifest.user" "$m"; else rm -f "$m"; fi
+}
+trap 'restore_manifest; rm -rf "$tmp"' EXIT INT TERM HUP
 fail() { echo "FAIL: $*"; exit 1; }
 unset LD_LIBRARY_PATH
 p=$tmp/prefix
@@ -144,4 +152,11 @@ want="-I$tmp/usr/include -D_GNU_SOURCE -L$tmp/usr/lib/x86_64-linux-gnu -lcpuhog"
 cmake --build "$build" --target uninstall >/dev/null
 left=$(find "$p" -type f | head -5)
 [ -z "$left" ] || fail "left after uninstall: $left"
+# the user's record is back (checked here: the trap runs it again)
+restore_manifest
+if [ -f "$tmp/manifest.user" ]; then
+	cmp -s "$tmp/manifest.user" "$m" || fail "install_manifest.txt not restored"
+elif [ -e "$m" ]; then
+	fail "the test left an install_manifest.txt of its own"
+fi
 echo "install OK: tool, helpers, pkg-config and CMake (shared and static), multiarch .pc, uninstall"

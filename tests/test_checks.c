@@ -8,17 +8,16 @@
 
 #include <fcntl.h>
 
-/* Not static: dladdr() names exported symbols (-rdynamic). */
-int sleepy_callback(void *arg);
-int sleepy_callback(void *arg)
+/* Static, and the program built without -rdynamic: dladdr() names
+ * neither, so the report must read the program's own symbol table. */
+static int sleepy_callback(void *arg)
 {
 	(void)arg;
 	usleep(2000); /* a voluntary context switch */
 	return 5;
 }
 
-int long_callback(void *arg);
-int long_callback(void *arg)
+static int long_callback(void *arg)
 {
 	uint64_t end = t_now() + 5 * MS;
 

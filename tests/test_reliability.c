@@ -733,6 +733,30 @@ static uint64_t toggle_for(unsigned int cpu, long ms, int fixed, long *cycles)
 }
 
 /*
+ * One kind's storm: the offline cycles asserted, the canary's worst
+ * lateness during it returned (and the canary's record cleared).
+ */
+static uint64_t storm_kind(int k, unsigned int cpu, long ms, int fixed,
+			   uint64_t idle)
+{
+	uint64_t worst, late;
+	long cycles;
+
+	atomic_store(&storm.kind, k);
+	atomic_store(&canary->worst_ns, 0);
+	worst = toggle_for(cpu, ms, fixed, &cycles);
+	late = atomic_exchange(&canary->worst_ns, 0);
+	print_message("%s: %ld offline cycles, worst offline %.1f ms "
+		      "(idle %.1f ms), canary %.1f ms late\n",
+		      kind_name[k], cycles, worst / 1e6, idle / 1e6,
+		      late / 1e6);
+	/* a bound that catches offlines held up for good; a guest's
+	 * offlines are slow anyway */
+	assert_true(cycles >= 25 * ms / 5000 / t_slow());
+	return late;
+}
+
+/*
  * Every multi-CPU call kind, and a mix, from 1 to 4 threads back to back
  * while CPU 1 goes offline and back every ~40 ms.  Before the fix, one
  * offline took up to two minutes and the kernel's RCU thread starved.
@@ -749,7 +773,7 @@ static void offline_under_multi_cpu_storm(void **state)
 	double since, last;
 	int complaints = kernel_complaints(1e12, &since);
 	struct cpuhog_info in;
-	uint64_t idle, worst;
+	uint64_t idle, late, bound = CANARY_BOUND_MS * MS * t_load();
 	pthread_t th[4];
 
 	(void)state;
@@ -770,14 +794,24 @@ static void offline_under_multi_cpu_storm(void **state)
 	for (k = 0; k < K_KINDS; k++) {
 		if (only && strcmp(only, kind_name[k]))
 			continue;
-		atomic_store(&storm.kind, k);
-		worst = toggle_for(cpu, ms, fixed, &cycles);
-		print_message("%s: %ld offline cycles, worst offline %.1f ms "
-			      "(idle %.1f ms)\n",
-			      kind_name[k], cycles, worst / 1e6, idle / 1e6);
-		/* a bound that catches offlines held up for good; a
-		 * guest's offlines are slow anyway */
-		assert_true(cycles >= 25 * ms / 5000 / t_slow());
+		late = storm_kind(k, cpu, ms, fixed, idle);
+		if (late >= bound) {
+			/*
+			 * Once more before failing.  Our starvation of the
+			 * kernel's threads repeated on every run (before
+			 * the fix, every offline under a storm took seconds);
+			 * a stall of this VM's own vCPU does not: one offline
+			 * of 742 ms with the canary as late, once in about 40
+			 * runs, with no kernel complaint and the next run of
+			 * the same storm clean.
+			 */
+			print_message("%s: canary %.1f ms late; the storm "
+				      "again, to tell a one-off stall of the "
+				      "machine from a starvation of ours\n",
+				      kind_name[k], late / 1e6);
+			late = storm_kind(k, cpu, ms, fixed, idle);
+		}
+		assert_true(late < bound);
 	}
 	atomic_store(&storm.stop, 1);
 	for (i = 0; i < 4; i++)

@@ -134,11 +134,22 @@ static int probes_frozen(void *arg)
 	return moved ? 100 + moved : 0;
 }
 
+static uint64_t holds_released(void)
+{
+	struct cpuhog_info in;
+
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	return in.holds_released;
+}
+
 /*
- * One stop of probes_frozen; a probe that moved counts only if no hog was
- * preempted meanwhile (t_hogs_preempted(): RT throttling, which an
- * overcommitted guest's slow rendezvous reaches): such a stop is retried.
- * Returns false when the kernel broke every try's hold.
+ * One stop of probes_frozen; a probe that moved counts only if the hold
+ * stood: no hog was preempted meanwhile (t_hogs_preempted(): RT
+ * throttling, which an overcommitted guest's slow rendezvous reaches),
+ * and the stop did not end it (holds_released: fn's 5 ms took 126 ms at
+ * 16 vCPUs, its vCPU not run by the host, past overrun_ns, and the other
+ * hogs slept as the header says they do).  Such a stop is retried.
+ * Returns false when every try's hold was broken.
  */
 static bool frozen_stop(size_t setsize, const cpu_set_t *set)
 {
@@ -146,14 +157,20 @@ static bool frozen_stop(size_t setsize, const cpu_set_t *set)
 
 	for (tries = 0; tries < 5; tries++) {
 		unsigned long pre = t_hogs_preempted();
+		uint64_t released = holds_released();
 
 		r = stop_machine(probes_frozen, NULL, setsize, set);
-		if (r <= 100 || t_hogs_preempted() == pre) {
+		if (r <= 100 || (t_hogs_preempted() == pre &&
+				 holds_released() == released)) {
 			assert_int_equal(r, 0);
 			return true;
 		}
-		print_message("the kernel preempted a hog during the stop (RT "
-			      "throttling): %d probes moved; again\n", r - 100);
+		print_message("the hold was broken during the stop (hogs "
+			      "preempted +%lu, holds released +%llu): %d probes "
+			      "moved; again\n",
+			      t_hogs_preempted() - pre,
+			      (unsigned long long)(holds_released() - released),
+			      r - 100);
 	}
 	return false;
 }
@@ -167,6 +184,11 @@ static void stop_freezes_everything(void **state)
 	(void)state;
 	if (!t_can_rt())
 		t_skip("needs SCHED_FIFO (root or RLIMIT_RTPRIO)");
+	/* what is tested is the hold, not the overrun rule: fn's 5 ms lasted
+	 * 126 ms at 16 vCPUs (its vCPU not run by the host), past the 100 ms
+	 * overrun_ns, and the stop released the hold as documented; so the
+	 * bound scales with the guest's sharing (1 on a live machine) */
+	assert_int_equal(t_init_scaled(true), 0); /* nor the timeout */
 	t_pin(t_nth_cpu(0));
 	t_hog_cpus(&set);
 	for (rt = 0; rt <= 50; rt += 50) { /* plain and lower-priority RT */
@@ -193,14 +215,16 @@ static void stop_freezes_everything(void **state)
 		if (!held) {
 			sched_setscheduler(0, SCHED_OTHER,
 					   &(struct sched_param){ 0 });
-			t_skip("RT throttling took a CPU from a hog in each of "
-			       "5 tries of a stop (an overcommitted guest's "
-			       "rendezvous is slow enough to reach it)");
+			t_skip("the hold was broken in each of 5 tries of a "
+			       "stop (RT throttling, or fn past overrun_ns: an "
+			       "overcommitted guest's vCPUs are run late enough "
+			       "for either)");
 		}
 	}
 	assert_int_equal(sched_setscheduler(0, SCHED_OTHER,
 					    &(struct sched_param){ 0 }),
 			 0);
+	cpuhog_shutdown(); /* the next test's calls start the defaults */
 }
 
 /* The same probe under hog_cpus, which does not rendezvous, must see

@@ -127,6 +127,9 @@ for sig in INT TERM; do
 done
 expect 2 "bad duration" noise --cpus 0 --duration 3parsecs
 expect 2 "has no hog" noise --cpus 4000 --duration 10ms
+# past the last CPU id: the CPUs there are, not the set's rounded size
+expect 2 "CPU 99 has no hog; allowed: " stall -c 99 -D 1ms
+expect 2 "period above 0" stall -c 0 -D 1ms -i 0s
 expect 2 "outside this process" noise --cpus 60 --duration 10ms
 # started under taskset: hogs on those CPUs only, others refused
 if command -v taskset >/dev/null; then
@@ -144,6 +147,50 @@ for c in d["cpus"]:
         assert b is not None and b["from_ns"] >= d["threshold_ns"], b
 ' && ok || bad "noise --json: nulls, or buckets below the threshold"
 	"$B" info --json | python3 -m json.tool >/dev/null && ok || bad "info --json does not parse"
+	# per CPU as sysjitter and rtla give it: percentiles in order, no
+	# more than the longest gap, noise and available adding up, the
+	# kernel's counts; --samples keeps every gap counted
+	f=/tmp/cpuhog-samples.$$
+	"$B" noise --cpus all --duration 150ms --json --threshold 200ns \
+		--samples $f 2>/dev/null | python3 -c '
+import csv, json, sys
+d = json.load(sys.stdin)
+rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if not l.startswith("#"))]
+assert rows[0] == ["cpu", "monotonic_ns", "gap_ns"], rows[0]
+for c in d["cpus"]:
+    p = [c["percentiles_ns"][k] for k in ("50", "90", "99", "99.9", "99.99")]
+    assert p == sorted(p) and p[-1] <= c["max_gap_ns"], c
+    assert c["gaps"] == 0 or p[0] > d["threshold_ns"], c
+    assert abs(c["noise_pct"] + c["available_pct"] - 100) < 0.01, c
+    assert isinstance(c["sources"], dict) and c["preempted"] >= 0, c
+    mine = [int(r[2]) for r in rows[1:] if int(r[0]) == c["cpu"]]
+    assert len(mine) == c["samples"] == min(c["gaps"], 65536), (len(mine), c)
+    assert all(g > d["threshold_ns"] for g in mine), c
+    assert len(mine) < 65536 or c["samples_dropped"] == c["gaps"] - 65536, c
+' $f && ok || bad "noise --json --samples: percentiles, sources or samples wrong"
+	rm -f $f
+fi
+expect 0 "p99.99" noise -c 0 -D 100ms -T 200ns
+expect 0 "sources: preempted [0-9]*" noise -c 0 -D 100ms
+expect 2 "cannot write /nonexistent/x" noise -c 0 -D 10ms --samples /nonexistent/x
+expect 2 "at least the --threshold" noise -c 0 -D 10ms -T 5us --trace-above 1us
+# --trace-above: the marker in the trace buffer, tracing stopped, the run
+# ended (where the kernel's trace files are ours to write)
+T=/sys/kernel/tracing
+if [ -w $T/trace_marker ] && [ -w $T/tracing_on ]; then
+	was=$(cat $T/tracing_on)
+	echo 1 >$T/tracing_on
+	out=$($B noise -c 0 -D 10s -T 100ns --trace-above 100ns -j 2>&1)
+	rc=$? on=$(cat $T/tracing_on)
+	if [ $rc = 0 ] && [ "$on" = 0 ] && echo "$out" | grep -q '"ended_by": "trace-above"' &&
+		grep -q "cpuhog noise: CPU 0 gap" $T/trace; then
+		ok
+	else
+		bad "noise --trace-above: exit $rc, tracing_on $on: $out"
+	fi
+	echo "$was" >$T/tracing_on
+else
+	echo "skipped: noise --trace-above (no writable $T: needs root and tracefs)"
 fi
 
 echo "$passes passed, $fails failed"

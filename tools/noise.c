@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cpuhog noise --cpus LIST --duration D [--threshold T] [--json]
+ *              [--samples FILE] [--trace-above T]
  *
  * Operating-system noise, measured from inside a hog: on each CPU a hog
  * reads the clock in a tight loop and records every gap above the
@@ -9,46 +10,159 @@
  * 20 ms between them, so that no hog comes near the RT throttling budget
  * and the rest of the machine keeps running.  The peer is rt-tests'
  * oslat on the same CPUs for the same time.
+ *
+ * Per CPU it reports what sysjitter and rtla osnoise do: the noise as a
+ * share of the time measured, the longest gap, the gaps' percentiles (from
+ * a histogram of 16 steps per power of two: a percentile is the upper
+ * edge of its step, within 6.25%), and the sources the kernel counted on
+ * the CPU meanwhile (noise_src.c) with the hog's involuntary switches.
+ * --samples keeps each gap (CPU, time, length) for a file; --trace-above
+ * writes a marker into the kernel's trace buffer at the first gap above
+ * it, stops tracing and ends the run, as oslat's and rtla's -T do.
  */
+#include "noise_src.h"
 #include "tool.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #define SLICE_NS 100000000ull
 #define REST_NS 20000000ull
 #define NBUCKETS 40 /* log2 of the gap in ns: up to ~18 minutes */
+#define SUB 16      /* steps per power of two, for the percentiles */
+#define SAMPLES_PER_CPU 65536u /* --samples: kept per CPU, the rest counted */
+
+struct gap_sample {
+	uint64_t at, gap; /* CLOCK_MONOTONIC ns at the gap's end; its length */
+};
 
 struct cpu_noise {
-	uint64_t measured, noise, max, gaps;
-	uint64_t hist[NBUCKETS];
+	uint64_t measured, noise, max, gaps, preempted;
+	uint64_t hist[NBUCKETS * SUB];
+	struct gap_sample *samples; /* --samples only */
+	uint64_t nsamples, dropped;
 };
 
 struct noise_run {
-	uint64_t slice, threshold;
+	uint64_t slice, threshold, trace_above;
+	int marker_fd; /* the trace buffer's marker file, or -1 */
+	_Atomic int tripped; /* a gap above trace_above was seen */
+	_Atomic int trip_cpu;
+	_Atomic uint64_t trip_gap;
 	char policy[64]; /* of the hogs that measured */
 	struct cpu_noise *cpu; /* nr_cpu_ids, each written by its own hog */
 };
 
-static unsigned int bucket(uint64_t ns)
-{
-	unsigned int b = 63u - (unsigned int)__builtin_clzll(ns | 1);
+static const double pct[] = { 50, 90, 99, 99.9, 99.99 };
+#define NPCT (sizeof(pct) / sizeof(pct[0]))
 
-	return b < NBUCKETS ? b : NBUCKETS - 1;
+/* The step of @ns: its power of two, then the next 4 bits below it. */
+static unsigned int step(uint64_t ns)
+{
+	unsigned int b = 63u - (unsigned int)__builtin_clzll(ns | 1), sub;
+
+	if (b >= NBUCKETS)
+		return NBUCKETS * SUB - 1;
+	sub = b >= 4 ? (unsigned int)(ns >> (b - 4)) & (SUB - 1)
+		     : (unsigned int)(ns << (4 - b)) & (SUB - 1);
+	return b * SUB + sub;
+}
+
+/* The upper edge of step @i (exclusive), in ns. */
+static uint64_t step_end(unsigned int i)
+{
+	unsigned int b = i / SUB, sub = i % SUB;
+
+	if (b >= 4)
+		return (uint64_t)(SUB + 1 + sub) << (b - 4);
+	return ((uint64_t)(SUB + sub) >> (4 - b)) + 1;
+}
+
+/* The @p-th percentile of @c's gaps: the upper edge of the step that
+ * holds it, no more than the longest gap. */
+static uint64_t percentile(const struct cpu_noise *c, double p)
+{
+	uint64_t rank = (uint64_t)((double)c->gaps * p / 100.0 + 0.999999), seen = 0;
+	unsigned int i;
+
+	if (!c->gaps)
+		return 0;
+	rank = rank ? rank : 1;
+	for (i = 0; i < NBUCKETS * SUB; i++) {
+		seen += c->hist[i];
+		if (seen >= rank)
+			return step_end(i) < c->max ? step_end(i) : c->max;
+	}
+	return c->max;
+}
+
+/* Power-of-two bucket @b of the display: the sum of its steps. */
+static uint64_t bucket_count(const struct cpu_noise *c, unsigned int b)
+{
+	uint64_t n = 0;
+	unsigned int i;
+
+	for (i = 0; i < SUB; i++)
+		n += c->hist[b * SUB + i];
+	return n;
+}
+
+/* Recorded by the hog of the CPU: a gap above the threshold. */
+static void record(struct noise_run *run, struct cpu_noise *c, uint64_t t,
+		   uint64_t gap)
+{
+	c->noise += gap;
+	c->gaps++;
+	c->hist[step(gap)]++;
+	if (gap > c->max)
+		c->max = gap;
+	if (c->samples) {
+		if (c->nsamples < SAMPLES_PER_CPU)
+			c->samples[c->nsamples++] = (struct gap_sample){ t, gap };
+		else
+			c->dropped++;
+	}
+	if (run->marker_fd >= 0 && gap > run->trace_above &&
+	    !atomic_exchange(&run->tripped, 1)) {
+		char m[128];
+		int n = snprintf(m, sizeof(m),
+				 "cpuhog noise: CPU %d gap %llu ns above %llu ns\n",
+				 sched_getcpu(), (unsigned long long)gap,
+				 (unsigned long long)run->trace_above);
+
+		/* the marker, written where the gap was seen: the trace
+		 * shows it right after what caused the gap (a write to the
+		 * marker takes no lock that sleeps) */
+		(void)!write(run->marker_fd, m, (size_t)n);
+		atomic_store(&run->trip_cpu, sched_getcpu());
+		atomic_store(&run->trip_gap, gap);
+	}
+}
+
+static long involuntary_switches(void)
+{
+	struct rusage ru;
+
+	return getrusage(RUSAGE_THREAD, &ru) ? 0 : ru.ru_nivcsw;
 }
 
 /* One slice on this CPU: every gap between two clock reads above the
- * threshold is time something else had the CPU. */
+ * threshold is time something else had the CPU.  The slice ends early
+ * once any CPU saw a gap above --trace-above. */
 static int sample(void *arg)
 {
 	struct noise_run *run = arg;
 	struct cpu_noise *c = &run->cpu[sched_getcpu()];
+	long switches = involuntary_switches();
 	uint64_t t0 = tool_now_ns(), prev = t0, t = t0;
 
 	while (t - t0 < run->slice) {
@@ -57,15 +171,16 @@ static int sample(void *arg)
 		t = tool_now_ns();
 		gap = t - prev;
 		if (gap > run->threshold) {
-			c->noise += gap;
-			c->gaps++;
-			c->hist[bucket(gap)]++;
-			if (gap > c->max)
-				c->max = gap;
+			record(run, c, t, gap);
+			/* relaxed: only ends the slice sooner */
+			if (atomic_load_explicit(&run->tripped,
+						 memory_order_relaxed))
+				break;
 		}
 		prev = t;
 	}
 	c->measured += t - t0;
+	c->preempted += (uint64_t)(involuntary_switches() - switches);
 	return 0;
 }
 
@@ -87,15 +202,16 @@ static void show_hist(const struct noise_run *run, const struct cpu_noise *c,
 	int w;
 
 	for (b = 0; b < NBUCKETS; b++)
-		most = c->hist[b] > most ? c->hist[b] : most;
+		most = bucket_count(c, b) > most ? bucket_count(c, b) : most;
 	for (b = 0; b < NBUCKETS; b++) {
-		if (!c->hist[b])
+		uint64_t n = bucket_count(c, b);
+
+		if (!n)
 			continue;
 		format_duration(bucket_from(run, b), lo, sizeof(lo));
 		format_duration(2ull << b, hi, sizeof(hi));
-		printf("    [%9s, %9s) %10llu", lo, hi,
-		       (unsigned long long)c->hist[b]);
-		w = (int)((c->hist[b] * 40 + most - 1) / most);
+		printf("    [%9s, %9s) %10llu", lo, hi, (unsigned long long)n);
+		w = (int)((n * 40 + most - 1) / most);
 		if (bars)
 			printf("  %.*s", w,
 			       "########################################");
@@ -107,16 +223,35 @@ static void show_hist(const struct noise_run *run, const struct cpu_noise *c,
  * measured (oslat prints its summary and exits 0 too). */
 static volatile sig_atomic_t interrupted;
 
+/* "p50 1.2 us  p90 ..." of @c's gaps. */
+static void show_percentiles(const struct cpu_noise *c)
+{
+	char v[32];
+	size_t i;
+
+	printf("    gaps");
+	for (i = 0; i < NPCT; i++) {
+		format_duration(percentile(c, pct[i]), v, sizeof(v));
+		printf("  p%g %s", pct[i], v);
+	}
+	printf("\n");
+}
+
+static double pct_of(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
 static void print_text(const struct noise_run *run, const struct tool_set *set,
-		       uint64_t wall)
+		       const struct noise_src *src, uint64_t wall)
 {
 	char noise[32], max[32], th[32];
 	bool bars = isatty(1);
 	int cpu;
 
 	format_duration(run->threshold, th, sizeof(th));
-	printf("%-5s %10s %12s %11s %11s %8s\n", "CPU", "measured", "noise",
-	       "available", "max gap", "gaps");
+	printf("%-5s %10s %12s %8s %11s %11s %8s\n", "CPU", "measured",
+	       "noise", "noise%", "available", "max gap", "gaps");
 	for (cpu = 0; cpu < (int)set->ids; cpu++) {
 		const struct cpu_noise *c = &run->cpu[cpu];
 
@@ -124,81 +259,196 @@ static void print_text(const struct noise_run *run, const struct tool_set *set,
 			continue;
 		format_duration(c->noise, noise, sizeof(noise));
 		format_duration(c->max, max, sizeof(max));
-		printf("%-5d %8.3f s %12s %10.4f%% %11s %8llu\n", cpu,
-		       c->measured / 1e9, noise,
-		       c->measured ? 100.0 * (double)(c->measured - c->noise) /
-					     (double)c->measured
-				   : 0.0,
+		printf("%-5d %8.3f s %12s %7.4f%% %10.4f%% %11s %8llu\n", cpu,
+		       c->measured / 1e9, noise, pct_of(c->noise, c->measured),
+		       c->measured ? 100.0 - pct_of(c->noise, c->measured) : 0.0,
 		       max, (unsigned long long)c->gaps);
+		if (c->gaps)
+			show_percentiles(c);
+		printf("    sources: preempted %llu",
+		       (unsigned long long)c->preempted);
+		if (src)
+			noise_src_text(src, (unsigned int)cpu, 6);
+		printf("\n");
 		show_hist(run, c, bars);
 	}
-	printf("(gaps above %s between two clock reads in a hog at %s)\n", th,
-	       run->policy);
+	printf("(gaps above %s between two clock reads in a hog at %s; sources: "
+	       "the kernel's counts on the CPU over the run%s)\n",
+	       th, run->policy, src ? "" : ", which could not be read");
 	/* the rests between slices are not measured: say how much was */
 	for (cpu = 0; cpu < (int)set->ids; cpu++)
 		if (CPU_ISSET_S(cpu, set->size, set->set) && wall) {
 			printf("(measured %.3f s of %.3f s wall time, %.1f%%%s)\n",
 			       run->cpu[cpu].measured / 1e9, wall / 1e9,
-			       100.0 * (double)run->cpu[cpu].measured /
-				       (double)wall,
-			       interrupted ? "; ended early by a signal" : "");
+			       pct_of(run->cpu[cpu].measured, wall),
+			       atomic_load(&run->tripped)
+				       ? "; ended by a gap above --trace-above"
+			       : interrupted ? "; ended early by a signal"
+					     : "");
 			break;
 		}
 }
 
-static void print_json(const struct noise_run *run, const struct tool_set *set,
-		       uint64_t duration)
+static void print_json_cpu(const struct noise_run *run,
+			   const struct cpu_noise *c, int cpu,
+			   const struct noise_src *src)
 {
-	int cpu, first = 1, sep;
 	unsigned int b;
+	size_t i;
+	int sep;
 
-	printf("{\"duration_ns\": %llu, \"threshold_ns\": %llu, \"policy\": ",
+	printf("{\"cpu\": %d, \"measured_ns\": %llu, \"noise_ns\": %llu, "
+	       "\"noise_pct\": %.4f, \"available_pct\": %.4f, "
+	       "\"max_gap_ns\": %llu, \"gaps\": %llu, \"preempted\": %llu, "
+	       "\"percentiles_ns\": {",
+	       cpu, (unsigned long long)c->measured,
+	       (unsigned long long)c->noise, pct_of(c->noise, c->measured),
+	       c->measured ? 100.0 - pct_of(c->noise, c->measured) : 0.0,
+	       (unsigned long long)c->max, (unsigned long long)c->gaps,
+	       (unsigned long long)c->preempted);
+	for (i = 0; i < NPCT; i++)
+		printf("%s\"%g\": %llu", i ? ", " : "", pct[i],
+		       (unsigned long long)percentile(c, pct[i]));
+	printf("}, \"sources\": ");
+	if (src)
+		noise_src_json(src, (unsigned int)cpu, stdout);
+	else
+		printf("null");
+	printf(", \"histogram\": [");
+	for (b = 0, sep = 0; b < NBUCKETS; b++)
+		if (bucket_count(c, b))
+			printf("%s{\"from_ns\": %llu, \"to_ns\": %llu, "
+			       "\"count\": %llu}",
+			       sep++ ? ", " : "",
+			       (unsigned long long)bucket_from(run, b),
+			       2ull << b,
+			       (unsigned long long)bucket_count(c, b));
+	printf("]");
+	if (c->samples)
+		printf(", \"samples\": %llu, \"samples_dropped\": %llu",
+		       (unsigned long long)c->nsamples,
+		       (unsigned long long)c->dropped);
+	printf("}");
+}
+
+static void print_json(const struct noise_run *run, const struct tool_set *set,
+		       const struct noise_src *src, uint64_t duration)
+{
+	int cpu, first = 1;
+
+	printf("{\"duration_ns\": %llu, \"threshold_ns\": %llu, "
+	       "\"ended_by\": \"%s\", \"policy\": ",
 	       (unsigned long long)duration,
-	       (unsigned long long)run->threshold);
+	       (unsigned long long)run->threshold,
+	       atomic_load(&run->tripped) ? "trace-above"
+	       : interrupted		  ? "signal"
+					  : "duration");
 	json_string(stdout, run->policy);
+	if (atomic_load(&run->tripped))
+		printf(", \"trace_cpu\": %d, \"trace_gap_ns\": %llu",
+		       atomic_load(&run->trip_cpu),
+		       (unsigned long long)atomic_load(&run->trip_gap));
 	printf(", \"cpus\": [");
+	for (cpu = 0; cpu < (int)set->ids; cpu++) {
+		if (!CPU_ISSET_S(cpu, set->size, set->set))
+			continue;
+		printf("%s\n  ", first ? "" : ",");
+		first = 0;
+		print_json_cpu(run, &run->cpu[cpu], cpu, src);
+	}
+	printf("\n]}\n");
+}
+
+/* --samples: every gap kept, as CSV, oldest first per CPU. */
+static int write_samples(FILE *f, const struct noise_run *run,
+			 const struct tool_set *set)
+{
+	uint64_t i;
+	int cpu;
+
+	fprintf(f, "cpu,monotonic_ns,gap_ns\n");
 	for (cpu = 0; cpu < (int)set->ids; cpu++) {
 		const struct cpu_noise *c = &run->cpu[cpu];
 
-		if (!CPU_ISSET_S(cpu, set->size, set->set))
+		if (!CPU_ISSET_S(cpu, set->size, set->set) || !c->samples)
 			continue;
-		printf("%s\n  {\"cpu\": %d, \"measured_ns\": %llu, "
-		       "\"noise_ns\": %llu, \"available_pct\": %.4f, "
-		       "\"max_gap_ns\": %llu, \"gaps\": %llu, \"histogram\": [",
-		       first ? "" : ",", cpu, (unsigned long long)c->measured,
-		       (unsigned long long)c->noise,
-		       c->measured ? 100.0 * (double)(c->measured - c->noise) /
-					     (double)c->measured
-				   : 0.0,
-		       (unsigned long long)c->max, (unsigned long long)c->gaps);
-		first = 0;
-		for (b = 0, sep = 0; b < NBUCKETS; b++)
-			if (c->hist[b]) {
-				printf("%s{\"from_ns\": %llu, \"to_ns\": %llu, "
-				       "\"count\": %llu}",
-				       sep++ ? ", " : "",
-				       (unsigned long long)bucket_from(run, b),
-				       2ull << b,
-				       (unsigned long long)c->hist[b]);
-			}
-		printf("]}");
+		for (i = 0; i < c->nsamples; i++)
+			fprintf(f, "%d,%llu,%llu\n", cpu,
+				(unsigned long long)c->samples[i].at,
+				(unsigned long long)c->samples[i].gap);
+		if (c->dropped)
+			fprintf(f, "# CPU %d: %llu more gaps not kept (%u per CPU)\n",
+				cpu, (unsigned long long)c->dropped,
+				SAMPLES_PER_CPU);
 	}
-	printf("\n]}\n");
+	return fclose(f) ? -errno : 0;
 }
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cpuhog noise -c LIST -D DURATION [-T THRESHOLD] [-j]\n"
+		"                    [--samples FILE] [--trace-above T]\n"
 		"  OS noise on each CPU, from inside a hog\n"
 		"  -c, --cpus LIST        CPUs as for taskset -c, or 'all'\n"
 		"  -D, --duration D       how long to measure (10s, 1m, 2h; a bare\n"
 		"                         number is seconds); Ctrl-C ends it early\n"
 		"  -T, --threshold T      count gaps above T (default 1us)\n"
 		"  -j, --json             the figures as JSON\n"
-		"  -h, --help             this text\n");
+		"      --samples FILE     every gap (CPU, CLOCK_MONOTONIC ns, length)\n"
+		"                         as CSV, up to %u per CPU\n"
+		"      --trace-above T    at the first gap above T: a marker into the\n"
+		"                         kernel's trace buffer, tracing stopped, the\n"
+		"                         run ended (as oslat's and rtla's -T)\n"
+		"  -h, --help             this text\n",
+		SAMPLES_PER_CPU);
 }
 
+/* The kernel's trace files, wherever tracefs is mounted. */
+static int open_trace(const char *name, char *path, size_t size)
+{
+	static const char *const dirs[] = { "/sys/kernel/tracing",
+					    "/sys/kernel/debug/tracing" };
+	size_t i;
+	int fd = -1;
+
+	for (i = 0; i < 2 && fd < 0; i++) {
+		snprintf(path, size, "%s/%s", dirs[i], name);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+	}
+	return fd;
+}
+
+/* A marker written while tracing is off goes nowhere: say so. */
+static void warn_if_off(const char *on_path)
+{
+	char c = '1';
+	int fd = open(on_path, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0 && read(fd, &c, 1) == 1 && c == '0')
+		fprintf(stderr, "cpuhog noise: tracing is off (%s is 0): the "
+				"marker will not be recorded\n",
+			on_path);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* After the run: tracing off where a gap tripped it, and say so. */
+static void trace_tripped(const struct noise_run *run, int on_fd,
+			  const char *dir)
+{
+	char gap[32];
+
+	if (!atomic_load(&run->tripped))
+		return;
+	(void)!write(on_fd, "0", 1);
+	format_duration(atomic_load(&run->trip_gap), gap, sizeof(gap));
+	fprintf(stderr,
+		"cpuhog noise: a gap of %s on CPU %d: tracing stopped; the "
+		"marker \"cpuhog noise: CPU %d gap ...\" is in %s/trace\n",
+		gap, atomic_load(&run->trip_cpu), atomic_load(&run->trip_cpu),
+		dir);
+}
 
 static void on_stop(int sig)
 {
@@ -215,52 +465,165 @@ static void catch_stops(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
-int cmd_noise(int argc, char **argv)
+/* The options into @run and the rest; EXIT_OK to go on, else the exit. */
+struct noise_opts {
+	const char *cpus, *samples;
+	uint64_t duration;
+	int json, trace;
+};
+
+static int noise_options(int argc, char **argv, struct noise_run *run,
+			 struct noise_opts *o)
 {
+	enum { OPT_SAMPLES = 256, OPT_TRACE };
 	static const struct option lo[] = {
 		{ "cpus", required_argument, 0, 'c' },
 		{ "duration", required_argument, 0, 'D' },
 		{ "threshold", required_argument, 0, 'T' },
 		{ "json", no_argument, 0, 'j' },
+		{ "samples", required_argument, 0, OPT_SAMPLES },
+		{ "trace-above", required_argument, 0, OPT_TRACE },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
-	static struct noise_run run;
-	const char *cpus = NULL;
-	uint64_t duration = 0, done = 0, t0;
-	struct cpuhog_attr a;
-	struct tool_set set;
-	int json = 0, all, c, r, progress;
+	int c;
 
-	run.threshold = 1000;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:D:T:jh", lo, NULL)) != -1) {
 		switch (c) {
-		case 'c': cpus = optarg; break;
+		case 'c': o->cpus = optarg; break;
 		case 'D':
-			if (tool_duration("noise", "--duration", optarg, &duration))
+			if (tool_duration("noise", "--duration", optarg,
+					  &o->duration))
 				return EXIT_USAGE;
 			break;
 		case 'T':
 			if (tool_duration("noise", "--threshold", optarg,
-					  &run.threshold))
+					  &run->threshold))
 				return EXIT_USAGE;
 			break;
-		case 'j': json = 1; break;
-		case 'h': usage(stdout); return EXIT_OK;
+		case 'j': o->json = 1; break;
+		case OPT_SAMPLES: o->samples = optarg; break;
+		case OPT_TRACE:
+			if (tool_duration("noise", "--trace-above", optarg,
+					  &run->trace_above))
+				return EXIT_USAGE;
+			o->trace = 1;
+			break;
+		case 'h': usage(stdout); return -1;
 		default: usage(stderr); return EXIT_USAGE;
 		}
 	}
-	if (optind < argc || !cpus || !duration || !run.threshold) {
-		if (optind < argc)
-			fprintf(stderr, "cpuhog noise: unexpected argument '%s'\n",
-				argv[optind]);
-		else
-			fprintf(stderr, "cpuhog noise: %s\n",
-				!cpus	    ? "needs --cpus LIST (-c)"
-				: !duration ? "needs --duration D (-D), above 0"
-					    : "needs a --threshold above 0");
+	if (optind < argc) {
+		fprintf(stderr, "cpuhog noise: unexpected argument '%s'\n",
+			argv[optind]);
 		return EXIT_USAGE;
+	}
+	if (!o->cpus || !o->duration || !run->threshold) {
+		fprintf(stderr, "cpuhog noise: %s\n",
+			!o->cpus      ? "needs --cpus LIST (-c)"
+			: !o->duration ? "needs --duration D (-D), above 0"
+				       : "needs a --threshold above 0");
+		return EXIT_USAGE;
+	}
+	if (o->trace && run->trace_above < run->threshold) {
+		fprintf(stderr, "cpuhog noise: --trace-above must be at least "
+				"the --threshold\n");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+/* Each measured CPU's sample buffer, for --samples. */
+static int alloc_samples(struct noise_run *run, const struct tool_set *set)
+{
+	int cpu;
+
+	for (cpu = 0; cpu < (int)set->ids; cpu++)
+		if (CPU_ISSET_S(cpu, set->size, set->set) &&
+		    !(run->cpu[cpu].samples = calloc(SAMPLES_PER_CPU,
+						     sizeof(struct gap_sample))))
+			return -1;
+	return 0;
+}
+
+/* Slices until the duration, a signal or a trace trip; 0 or the exit. */
+static int measure(struct noise_run *run, const struct tool_set *set,
+		   uint64_t duration, bool progress)
+{
+	uint64_t done = 0;
+	int r;
+
+	catch_stops();
+	while (done < duration && !interrupted && !atomic_load(&run->tripped)) {
+		run->slice = duration - done < SLICE_NS ? duration - done
+							: SLICE_NS;
+		r = hog_cpus(set->size, set->set, sample, run);
+		if (r < 0) {
+			fprintf(stderr, "cpuhog noise: hog_cpus: %s\n",
+				strerror(-r));
+			return EXIT_RUNTIME;
+		}
+		done += run->slice;
+		if (progress)
+			fprintf(stderr, "\rnoise: %.1f of %.1f s", done / 1e9,
+				duration / 1e9);
+		if (done < duration && !interrupted && !atomic_load(&run->tripped))
+			usleep(REST_NS / 1000); /* let the machine breathe */
+	}
+	if (progress)
+		fprintf(stderr, "\r%40s\r", "");
+	return 0;
+}
+
+static void free_run(struct noise_run *run, const struct tool_set *set)
+{
+	unsigned int cpu;
+
+	for (cpu = 0; run->cpu && cpu < set->ids; cpu++)
+		free(run->cpu[cpu].samples);
+	free(run->cpu);
+	if (run->marker_fd >= 0)
+		close(run->marker_fd);
+}
+
+int cmd_noise(int argc, char **argv)
+{
+	static struct noise_run run;
+	struct noise_opts o = { 0 };
+	struct noise_src before, after, *src = NULL;
+	char trace_path[128] = "";
+	FILE *samples = NULL;
+	struct cpuhog_attr a;
+	struct tool_set set;
+	int all, r, on_fd = -1;
+	uint64_t t0;
+
+	run.threshold = 1000;
+	run.marker_fd = -1;
+	r = noise_options(argc, argv, &run, &o);
+	if (r)
+		return r < 0 ? EXIT_OK : r;
+	/* what can fail on the user's input, before anything is measured */
+	if (o.samples && !(samples = fopen(o.samples, "we"))) {
+		fprintf(stderr, "cpuhog noise: cannot write %s: %s\n",
+			o.samples, strerror(errno));
+		return EXIT_USAGE;
+	}
+	if (o.trace) {
+		run.marker_fd = open_trace("trace_marker", trace_path,
+					   sizeof(trace_path));
+		on_fd = open_trace("tracing_on", trace_path,
+				   sizeof(trace_path));
+		if (run.marker_fd < 0 || on_fd < 0) {
+			fprintf(stderr, "cpuhog noise: --trace-above needs the "
+					"kernel's trace files (tracefs mounted, "
+					"root): %s: %s\n",
+				trace_path, strerror(errno));
+			return EXIT_RUNTIME;
+		}
+		warn_if_off(trace_path);
+		*strrchr(trace_path, '/') = '\0';
 	}
 	cpuhog_attr_init(&a);
 	a.overrun_ns = SLICE_NS * 2; /* a slice is long on purpose */
@@ -268,7 +631,7 @@ int cmd_noise(int argc, char **argv)
 		fprintf(stderr, "cpuhog noise: cannot start the hogs\n");
 		return EXIT_RUNTIME;
 	}
-	r = tool_cpus("noise", cpus, &set, &all);
+	r = tool_cpus("noise", o.cpus, &set, &all);
 	if (r < 0)
 		return -r;
 	tool_say_priority("noise", "other threads share the measured CPUs, so "
@@ -276,37 +639,37 @@ int cmd_noise(int argc, char **argv)
 				   "machine's noise");
 	tool_policy(run.policy, sizeof(run.policy));
 	run.cpu = calloc(set.ids, sizeof(*run.cpu));
-	if (!run.cpu) {
+	if (!run.cpu || (samples && alloc_samples(&run, &set))) {
 		fprintf(stderr, "cpuhog noise: out of memory\n");
 		return EXIT_RUNTIME;
 	}
-	progress = isatty(2) && duration > 2000000000ull && !json;
-	catch_stops();
+	if (noise_src_read(&before, set.ids) == 0)
+		src = &after;
 	t0 = tool_now_ns();
-	while (done < duration && !interrupted) {
-		run.slice = duration - done < SLICE_NS ? duration - done
-						       : SLICE_NS;
-		r = hog_cpus(set.size, set.set, sample, &run);
-		if (r < 0) {
-			fprintf(stderr, "cpuhog noise: hog_cpus: %s\n",
-				strerror(-r));
-			return EXIT_RUNTIME;
-		}
-		done += run.slice;
-		if (progress)
-			fprintf(stderr, "\rnoise: %.1f of %.1f s", done / 1e9,
-				duration / 1e9);
-		if (done < duration && !interrupted)
-			usleep(REST_NS / 1000); /* let the machine breathe */
-	}
-	if (progress)
-		fprintf(stderr, "\r%40s\r", "");
-	if (json)
-		print_json(&run, &set, tool_now_ns() - t0);
+	r = measure(&run, &set, o.duration,
+		    isatty(2) && o.duration > 2000000000ull && !o.json);
+	if (r)
+		return r;
+	trace_tripped(&run, on_fd, trace_path);
+	if (src && noise_src_read(&after, set.ids) == 0)
+		noise_src_delta(&after, &before);
 	else
-		print_text(&run, &set, tool_now_ns() - t0);
+		src = NULL;
+	if (o.json)
+		print_json(&run, &set, src, tool_now_ns() - t0);
+	else
+		print_text(&run, &set, src, tool_now_ns() - t0);
+	if (samples && (r = write_samples(samples, &run, &set)) < 0) {
+		fprintf(stderr, "cpuhog noise: %s: %s\n", o.samples,
+			strerror(-r));
+		return EXIT_RUNTIME;
+	}
 	cpuhog_shutdown();
-	free(run.cpu);
+	noise_src_free(&before);
+	noise_src_free(&after);
+	free_run(&run, &set);
+	if (on_fd >= 0)
+		close(on_fd);
 	CPU_FREE(set.set);
 	return EXIT_OK;
 }

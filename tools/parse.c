@@ -84,6 +84,15 @@ int parse_cpulist(const char *s, size_t setsize, cpu_set_t *set,
 				q = r;
 			}
 		}
+		if (hi >= setsize * 8 && all) {
+			/* the set's size rounds up to 64 bits: name the CPUs
+			 * there are, not the ids the size could hold */
+			char list[256];
+
+			format_cpulist(allsize, all, list, sizeof(list));
+			return fail(err, errsize,
+				    "CPU %lu has no hog; allowed: %s", hi, list);
+		}
 		if (hi >= setsize * 8)
 			return fail(err, errsize,
 				    "CPU %lu has no hog (CPU ids here end at %zu)",

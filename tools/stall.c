@@ -102,6 +102,11 @@ static int parse_opts(int argc, char **argv, struct stall_opts *o)
 		case 'i':
 			if (tool_duration("stall", "--every", optarg, &o->every))
 				return EXIT_USAGE;
+			if (!o->every) {
+				fprintf(stderr, "cpuhog stall: --every needs a "
+						"period above 0\n");
+				return EXIT_USAGE;
+			}
 			break;
 		case 'l':
 			errno = 0;
