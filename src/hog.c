@@ -48,6 +48,7 @@ void wake_hog(struct hog *h)
 static void hog_sleep(struct hog *h)
 {
 	atomic_store(&h->sleeping, 1); /* seq_cst: see wake_hog() */
+	store_load_fence(); /* the store above before the loads below */
 	if (atomic_load(&h->head) == NULL && !atomic_load(&h->stop))
 		futex_wait(&h->sleeping, 1, NO_DEADLINE);
 	/* relaxed: only a hint for producers; the queue itself is re-read */

@@ -168,6 +168,7 @@ static void hogs_stop(struct ctx *c)
 		poll_stop(&c->hogs[i]);
 	for (i = 0; i < c->nr_hogs; i++) {
 		atomic_store(&c->hogs[i].stop, true); /* seq_cst: see wake_hog */
+		store_load_fence(); /* stop before wake_hog()'s look */
 		wake_hog(&c->hogs[i]);
 	}
 	for (i = 0; i < c->nr_hogs; i++)
@@ -622,6 +623,7 @@ void cpuhog_shutdown(void)
 	if (c) {
 		atomic_store(&g_shutting, true);
 		atomic_store(&g_ctx, NULL); /* seq_cst: see ctx_get() */
+		store_load_fence(); /* NULL before the count's loads */
 		while (atomic_load(&g_users) != 0)
 			nanosleep(&(struct timespec){ 0, 100000 }, NULL);
 		hogs_stop(c); /* drains every queue */

@@ -144,6 +144,7 @@ static void park(struct hog *h, uint32_t how, uint64_t deadline)
 	/* seq_cst store, then poll_unpark()'s or poll_stop()'s seq_cst
 	 * load: either they see us parked or we see their store */
 	atomic_store(&h->poll_parked, how);
+	store_load_fence(); /* parked before the look at poll_stop */
 	if (!atomic_load(&h->poll_stop) && atomic_load(&h->poll_parked) == how)
 		futex_wait(&h->poll_parked, how, deadline);
 	atomic_store(&h->poll_parked, POLLING);

@@ -36,6 +36,60 @@ static void one_cpu_runs_there(void **state)
 	}
 }
 
+/*
+ * Lost wake-ups between a hog going to sleep and a producer queueing:
+ * hog_sleep() stores "sleeping" then loads the queue, wake_hog() pushes
+ * then loads "sleeping" (Dekker's pattern, seq_cst).  Works queued back
+ * to back, each the moment the last finished, so that many pushes land
+ * while the hog is between its store and its load; the caller polls
+ * hog_work_done() and never sleeps, so only the hog's side is tested.
+ * A work not done after a generous bound is a lost wake-up (the hog
+ * asleep with work queued): counted, then the next push wakes it.  Under
+ * qemu-aarch64 7.2 (make check-arm64) a seq_cst store and a seq_cst load
+ * were reordered (stlr; ldar without a store-load barrier on an x86
+ * host) and the soak hung in exactly this wait.
+ */
+static int count_one(void *arg)
+{
+	atomic_fetch_add((_Atomic int *)arg, 1);
+	return 0;
+}
+
+static void back_to_back_wakeups_not_lost(void **state)
+{
+	struct cpuhog_work w = CPUHOG_WORK_INIT;
+	unsigned int cpu = t_nth_cpu(1);
+	uint64_t bound = 2000 * MS * t_load(), end, deadline;
+	_Atomic int ran = 0;
+	int i, lost = 0, n = 0;
+
+	(void)state;
+	t_pin(t_nth_cpu(0));
+	end = t_now() + 3000 * MS;
+	for (i = 0; i < 200000 && t_now() < end && lost < 3; i++) {
+		assert_true(hog_one_cpu_nowait(cpu, count_one,
+					       (void *)&ran, &w));
+		n++;
+		deadline = t_now() + bound;
+		while (!hog_work_done(&w) && t_now() < deadline)
+			;
+		if (!hog_work_done(&w)) {
+			lost++;
+			print_message("work %d on CPU %u not done after %llu "
+				      "ms: a lost wake-up\n", i, cpu,
+				      (unsigned long long)(bound / MS));
+			/* a second push wakes the hog; it runs both */
+			assert_int_equal(hog_one_cpu(cpu, count_one,
+						     (void *)&ran), 0);
+			n++;
+			assert_int_equal(hog_work_wait(&w), 0);
+		}
+	}
+	print_message("%d works, %d lost wake-ups\n", n, lost);
+	assert_int_equal(atomic_load(&ran), n);
+	assert_int_equal(lost, 0);
+}
+
 static int negative(void *arg)
 {
 	(void)arg;
@@ -497,6 +551,7 @@ T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(one_cpu_runs_there),
 	cmocka_unit_test(one_cpu_errors),
 	cmocka_unit_test(nowait_runs_and_waits),
+	cmocka_unit_test(back_to_back_wakeups_not_lost),
 	cmocka_unit_test(nowait_refuses),
 	cmocka_unit_test(nowait_in_order),
 	cmocka_unit_test(nowait_from_callback),

@@ -103,18 +103,34 @@ grep -q "interrupted after" /tmp/cpuhog-stall.$$ && [ "$rc" = 0 ] && ok ||
 	bad "stall interrupted: exit $rc: $(cat /tmp/cpuhog-stall.$$)"
 rm -f /tmp/cpuhog-stall.$$
 
-expect 0 "max gap" noise --cpus 0 --duration 200ms
-expect 0 '"max_gap_ns"' noise --cpus all --duration 150ms --json --threshold 2us
+expect 0 "max gap" noise --cpus 0 --duration 200ms --rest 20ms
+expect 0 '"max_gap_ns"' noise --cpus all --duration 60ms --json --threshold 2us
 expect 2 "needs --cpus" noise --duration 1s
 # durations as rt-tests take them: a bare number is seconds; m and h
-expect 0 "of 0.2[0-9]* s wall time" noise --cpus 0 --duration 0.2
+expect 0 "of 0.0[0-9]* s wall time" noise --cpus 0 --duration 0.05
+# continuous by default: the whole run measured, in one hog call; --rest
+# measures in 100 ms slices with rests (not measured) between them
+expect 0 "0.080 s of 0.0[89][0-9]* s wall time, 9[0-9]\." noise -c 0 -D 80ms
+expect 0 ", continuously;" noise -c 0 -D 20ms
+expect 0 '"rest_ns": 0,' noise -c 0 -D 20ms -j
+expect 0 "in 100 ms slices;" noise -c 0 -D 150ms --rest 30ms
+expect 0 '"rest_ns": 30000000,' noise -c 0 -D 150ms --rest 30ms -j
+expect 2 "bad duration" noise -c 0 -D 20ms --rest 3parsecs
 expect 2 "needs a unit" stall -c 0 -D 1 # a stall's length stays strict
 expect 2 "unknown unit 'x' (ns, us, ms, s, m, h)" noise -c 0 -D 1x
-# Ctrl-C (or a service manager's SIGTERM) ends a run with its summary
+# Ctrl-C (or a service manager's SIGTERM) ends a run with its summary:
+# a continuous run (INT) and one in slices with rests (TERM).  The signal
+# comes once the hogs are up (their priority said), so that the hog of a
+# continuous run spins for milliseconds, not the run's 10 s.
 for sig in INT TERM; do
-	$B noise -c 0 -D 10s >/tmp/cpuhog-noise-$$ 2>&1 &
+	rest=""; [ $sig = TERM ] && rest="--rest 20ms"
+	$B noise -c 0 -D 10s $rest >/tmp/cpuhog-noise-$$ 2>&1 &
 	p=$!
-	sleep 0.5
+	i=0
+	while ! grep -q "hogs at" /tmp/cpuhog-noise-$$ && [ $i -lt 500 ]; do
+		sleep 0.01; i=$((i + 1))
+	done
+	sleep 0.02
 	kill -$sig $p
 	wait $p
 	rc=$?
@@ -139,7 +155,7 @@ if command -v taskset >/dev/null; then
 	B=$B0
 fi
 if command -v python3 >/dev/null; then
-	"$B" noise --cpus all --duration 120ms --json --threshold 100ns | python3 -c '
+	"$B" noise --cpus all --duration 60ms --json --threshold 100ns | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 for c in d["cpus"]:
@@ -151,7 +167,7 @@ for c in d["cpus"]:
 	# more than the longest gap, noise and available adding up, the
 	# kernel's counts; --samples keeps every gap counted
 	f=/tmp/cpuhog-samples.$$
-	"$B" noise --cpus all --duration 150ms --json --threshold 200ns \
+	"$B" noise --cpus all --duration 60ms --json --threshold 200ns \
 		--samples $f 2>/dev/null | python3 -c '
 import csv, json, sys
 d = json.load(sys.stdin)
@@ -170,8 +186,8 @@ for c in d["cpus"]:
 ' $f && ok || bad "noise --json --samples: percentiles, sources or samples wrong"
 	rm -f $f
 fi
-expect 0 "p99.99" noise -c 0 -D 100ms -T 200ns
-expect 0 "sources: preempted [0-9]*" noise -c 0 -D 100ms
+expect 0 "p99.99" noise -c 0 -D 60ms -T 200ns
+expect 0 "sources: preempted [0-9]*" noise -c 0 -D 60ms
 expect 2 "cannot write /nonexistent/x" noise -c 0 -D 10ms --samples /nonexistent/x
 expect 2 "at least the --threshold" noise -c 0 -D 10ms -T 5us --trace-above 1us
 # --trace-above: the marker in the trace buffer, tracing stopped, the run

@@ -6,10 +6,17 @@
  * Operating-system noise, measured from inside a hog: on each CPU a hog
  * reads the clock in a tight loop and records every gap above the
  * threshold (an interrupt, a kernel thread, the hypervisor: whatever
- * outranks a SCHED_FIFO 99 thread).  The run is cut into 100 ms hogs with
- * 20 ms between them, so that no hog comes near the RT throttling budget
- * and the rest of the machine keeps running.  The peer is rt-tests'
- * oslat on the same CPUs for the same time.
+ * outranks a SCHED_FIFO 99 thread).  By default each CPU measures
+ * continuously, as oslat does: one hog_cpus() call, one callback per CPU
+ * for the whole run, so no gap falls between two measurements.  A run
+ * longer than the kernel's RT budget (sched_rt_runtime_us) meets RT
+ * throttling, which holds a real-time thread off its CPU for the rest of
+ * each period: those gaps are real for such a thread and are counted,
+ * and the tool says so before it starts.  --rest R measures in 100 ms
+ * slices with R between them instead, so that the rest of the machine
+ * keeps running on the measured CPUs; the output says what share of the
+ * wall time was measured.  The peer is rt-tests' oslat on the same CPUs
+ * for the same time.
  *
  * Per CPU it reports what sysjitter and rtla osnoise do: the noise as a
  * share of the time measured, the longest gap, the gaps' percentiles (from
@@ -35,8 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SLICE_NS 100000000ull
-#define REST_NS 20000000ull
+#define SLICE_NS 100000000ull /* --rest: the measured slices */
 #define NBUCKETS 40 /* log2 of the gap in ns: up to ~18 minutes */
 #define SUB 16      /* steps per power of two, for the percentiles */
 #define SAMPLES_PER_CPU 65536u /* --samples: kept per CPU, the rest counted */
@@ -54,6 +60,7 @@ struct cpu_noise {
 
 struct noise_run {
 	uint64_t slice, threshold, trace_above;
+	uint64_t rest; /* --rest: between slices; 0: continuous */
 	int marker_fd; /* the trace buffer's marker file, or -1 */
 	_Atomic int tripped; /* a gap above trace_above was seen */
 	_Atomic int trip_cpu;
@@ -61,6 +68,12 @@ struct noise_run {
 	char policy[64]; /* of the hogs that measured */
 	struct cpu_noise *cpu; /* nr_cpu_ids, each written by its own hog */
 };
+
+/* Ctrl-C or a service manager's stop: end the run, and report what was
+ * measured (oslat prints its summary and exits 0 too).  Atomic, not
+ * volatile sig_atomic_t: the hogs read it while they measure (a
+ * lock-free atomic store is async-signal-safe). */
+static _Atomic int interrupted;
 
 static const double pct[] = { 50, 90, 99, 99.9, 99.99 };
 #define NPCT (sizeof(pct) / sizeof(pct[0]))
@@ -164,6 +177,7 @@ static int sample(void *arg)
 	struct cpu_noise *c = &run->cpu[sched_getcpu()];
 	long switches = involuntary_switches();
 	uint64_t t0 = tool_now_ns(), prev = t0, t = t0;
+	unsigned int k = 0;
 
 	while (t - t0 < run->slice) {
 		uint64_t gap;
@@ -177,6 +191,12 @@ static int sample(void *arg)
 						 memory_order_relaxed))
 				break;
 		}
+		/* a signal, or a trip on another CPU, ends a continuous run
+		 * too; relaxed, and only every 4096 reads */
+		if ((++k & 4095) == 0 &&
+		    (atomic_load_explicit(&interrupted, memory_order_relaxed) ||
+		     atomic_load_explicit(&run->tripped, memory_order_relaxed)))
+			break;
 		prev = t;
 	}
 	c->measured += t - t0;
@@ -218,10 +238,6 @@ static void show_hist(const struct noise_run *run, const struct cpu_noise *c,
 		printf("\n");
 	}
 }
-
-/* Ctrl-C or a service manager's stop: end the run, and report what was
- * measured (oslat prints its summary and exits 0 too). */
-static volatile sig_atomic_t interrupted;
 
 /* "p50 1.2 us  p90 ..." of @c's gaps. */
 static void show_percentiles(const struct cpu_noise *c)
@@ -272,9 +288,11 @@ static void print_text(const struct noise_run *run, const struct tool_set *set,
 		printf("\n");
 		show_hist(run, c, bars);
 	}
-	printf("(gaps above %s between two clock reads in a hog at %s; sources: "
-	       "the kernel's counts on the CPU over the run%s)\n",
-	       th, run->policy, src ? "" : ", which could not be read");
+	printf("(gaps above %s between two clock reads in a hog at %s, %s; "
+	       "sources: the kernel's counts on the CPU over the run%s)\n",
+	       th, run->policy,
+	       run->rest ? "in 100 ms slices" : "continuously",
+	       src ? "" : ", which could not be read");
 	/* the rests between slices are not measured: say how much was */
 	for (cpu = 0; cpu < (int)set->ids; cpu++)
 		if (CPU_ISSET_S(cpu, set->size, set->set) && wall) {
@@ -337,9 +355,10 @@ static void print_json(const struct noise_run *run, const struct tool_set *set,
 	int cpu, first = 1;
 
 	printf("{\"duration_ns\": %llu, \"threshold_ns\": %llu, "
-	       "\"ended_by\": \"%s\", \"policy\": ",
+	       "\"rest_ns\": %llu, \"ended_by\": \"%s\", \"policy\": ",
 	       (unsigned long long)duration,
 	       (unsigned long long)run->threshold,
+	       (unsigned long long)run->rest,
 	       atomic_load(&run->tripped) ? "trace-above"
 	       : interrupted		  ? "signal"
 					  : "duration");
@@ -388,13 +407,16 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cpuhog noise -c LIST -D DURATION [-T THRESHOLD] [-j]\n"
-		"                    [--samples FILE] [--trace-above T]\n"
-		"  OS noise on each CPU, from inside a hog\n"
+		"                    [--rest R] [--samples FILE] [--trace-above T]\n"
+		"  OS noise on each CPU, measured continuously from inside a hog\n"
 		"  -c, --cpus LIST        CPUs as for taskset -c, or 'all'\n"
 		"  -D, --duration D       how long to measure (10s, 1m, 2h; a bare\n"
 		"                         number is seconds); Ctrl-C ends it early\n"
 		"  -T, --threshold T      count gaps above T (default 1us)\n"
 		"  -j, --json             the figures as JSON\n"
+		"      --rest R           measure in 100 ms slices with R between\n"
+		"                         them (the rests, not measured, leave the\n"
+		"                         CPUs to the rest of the machine)\n"
 		"      --samples FILE     every gap (CPU, CLOCK_MONOTONIC ns, length)\n"
 		"                         as CSV, up to %u per CPU\n"
 		"      --trace-above T    at the first gap above T: a marker into the\n"
@@ -475,7 +497,7 @@ struct noise_opts {
 static int noise_options(int argc, char **argv, struct noise_run *run,
 			 struct noise_opts *o)
 {
-	enum { OPT_SAMPLES = 256, OPT_TRACE };
+	enum { OPT_SAMPLES = 256, OPT_TRACE, OPT_REST };
 	static const struct option lo[] = {
 		{ "cpus", required_argument, 0, 'c' },
 		{ "duration", required_argument, 0, 'D' },
@@ -483,6 +505,7 @@ static int noise_options(int argc, char **argv, struct noise_run *run,
 		{ "json", no_argument, 0, 'j' },
 		{ "samples", required_argument, 0, OPT_SAMPLES },
 		{ "trace-above", required_argument, 0, OPT_TRACE },
+		{ "rest", required_argument, 0, OPT_REST },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -510,6 +533,11 @@ static int noise_options(int argc, char **argv, struct noise_run *run,
 				return EXIT_USAGE;
 			o->trace = 1;
 			break;
+		case OPT_REST:
+			if (tool_duration("noise", "--rest", optarg,
+					  &run->rest))
+				return EXIT_USAGE;
+			break;
 		case 'h': usage(stdout); return -1;
 		default: usage(stderr); return EXIT_USAGE;
 		}
@@ -534,6 +562,42 @@ static int noise_options(int argc, char **argv, struct noise_run *run,
 	return EXIT_OK;
 }
 
+/*
+ * A continuous run at a real-time policy longer than the kernel's RT
+ * budget: say before it starts that RT throttling will hold each hog off
+ * its CPU for the rest of every period, and that those gaps will count.
+ */
+static void say_throttling(uint64_t duration)
+{
+	long runtime = -1, period = 0;
+	struct cpuhog_info in;
+	FILE *f;
+
+	if (cpuhog_get_info(&in) < 0 ||
+	    (in.policy != SCHED_FIFO && in.policy != SCHED_RR))
+		return;
+	if ((f = fopen("/proc/sys/kernel/sched_rt_runtime_us", "re"))) {
+		if (fscanf(f, "%ld", &runtime) != 1)
+			runtime = -1;
+		fclose(f);
+	}
+	if ((f = fopen("/proc/sys/kernel/sched_rt_period_us", "re"))) {
+		if (fscanf(f, "%ld", &period) != 1)
+			period = 0;
+		fclose(f);
+	}
+	if (runtime < 0 || period <= 0 || runtime >= period ||
+	    duration <= (uint64_t)runtime * 1000)
+		return;
+	fprintf(stderr,
+		"cpuhog noise: RT throttling lets a real-time thread run %ld "
+		"ms of every %ld ms: past that each hog is held off its CPU "
+		"for %ld ms a period, and those gaps count as noise "
+		"(sched_rt_runtime_us -1 lifts it, as for oslat -f; --rest "
+		"20ms measures in 100 ms slices instead)\n",
+		runtime / 1000, period / 1000, (period - runtime) / 1000);
+}
+
 /* Each measured CPU's sample buffer, for --samples. */
 static int alloc_samples(struct noise_run *run, const struct tool_set *set)
 {
@@ -547,17 +611,17 @@ static int alloc_samples(struct noise_run *run, const struct tool_set *set)
 	return 0;
 }
 
-/* Slices until the duration, a signal or a trace trip; 0 or the exit. */
+/* Until the duration, a signal or a trace trip: in one slice (continuous)
+ * or, with --rest, in slices with rests between; 0 or the exit. */
 static int measure(struct noise_run *run, const struct tool_set *set,
 		   uint64_t duration, bool progress)
 {
-	uint64_t done = 0;
+	uint64_t done = 0, most = run->rest ? SLICE_NS : duration;
 	int r;
 
-	catch_stops();
+	progress = progress && run->rest; /* a continuous run has no steps */
 	while (done < duration && !interrupted && !atomic_load(&run->tripped)) {
-		run->slice = duration - done < SLICE_NS ? duration - done
-							: SLICE_NS;
+		run->slice = duration - done < most ? duration - done : most;
 		r = hog_cpus(set->size, set->set, sample, run);
 		if (r < 0) {
 			fprintf(stderr, "cpuhog noise: hog_cpus: %s\n",
@@ -569,7 +633,10 @@ static int measure(struct noise_run *run, const struct tool_set *set,
 			fprintf(stderr, "\rnoise: %.1f of %.1f s", done / 1e9,
 				duration / 1e9);
 		if (done < duration && !interrupted && !atomic_load(&run->tripped))
-			usleep(REST_NS / 1000); /* let the machine breathe */
+			nanosleep(&(struct timespec){
+					  (time_t)(run->rest / 1000000000ull),
+					  (long)(run->rest % 1000000000ull) },
+				  NULL); /* the rest; a signal cuts it short */
 	}
 	if (progress)
 		fprintf(stderr, "\r%40s\r", "");
@@ -625,8 +692,10 @@ int cmd_noise(int argc, char **argv)
 		warn_if_off(trace_path);
 		*strrchr(trace_path, '/') = '\0';
 	}
+	catch_stops(); /* from here a signal ends the run with its summary */
 	cpuhog_attr_init(&a);
-	a.overrun_ns = SLICE_NS * 2; /* a slice is long on purpose */
+	/* a slice is long on purpose: no overrun report for it */
+	a.overrun_ns = (run.rest ? SLICE_NS : o.duration) + 1000000000ull;
 	if (cpuhog_init(&a) < 0) {
 		fprintf(stderr, "cpuhog noise: cannot start the hogs\n");
 		return EXIT_RUNTIME;
@@ -638,6 +707,8 @@ int cmd_noise(int argc, char **argv)
 				   "the gaps are the scheduler's sharing, not the "
 				   "machine's noise");
 	tool_policy(run.policy, sizeof(run.policy));
+	if (!run.rest)
+		say_throttling(o.duration);
 	run.cpu = calloc(set.ids, sizeof(*run.cpu));
 	if (!run.cpu || (samples && alloc_samples(&run, &set))) {
 		fprintf(stderr, "cpuhog noise: out of memory\n");
