@@ -139,7 +139,9 @@ struct cpuhog_attr {
 	/* stop_machine()/stop_two_cpus() give up when no hog arrived for
 	 * this long (from the call, then from the latest arrival), or the
 	 * hogs were not all held this long after the last arrival; 0:
-	 * 200 ms; CPUHOG_NO_TIMEOUT: wait for ever (the waiting hogs
+	 * 200 ms, or CPUHOG_STOP_TIMEOUT_MS from the environment (for a VM
+	 * whose vCPUs share few host CPUs, which can leave one unrun for
+	 * longer); CPUHOG_NO_TIMEOUT: wait for ever (the waiting hogs
 	 * sleep). */
 	uint64_t stop_timeout_ns;
 	/* A caller waiting for a hog on another CPU spins this long before
@@ -213,7 +215,9 @@ struct cpuhog_info {
 	 * -EINTR): a hog moved off its CPU in the microseconds between its
 	 * last check and fn (see stop_machine()). */
 	uint64_t stop_misses;
-	uint64_t reserved_[1];
+	/* Passes hog_synchronize() made: concurrent callers share them, so
+	 * this may be less than the calls (see hog_synchronize()). */
+	uint64_t sync_passes;
 };
 
 /*

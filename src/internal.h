@@ -207,6 +207,9 @@ struct ctx {
 	_Atomic uint64_t late_waits;   /* see cpuhog_info.late_waits */
 	_Atomic uint64_t stop_misses;  /* see cpuhog_info.stop_misses */
 	_Atomic bool sync_away; /* hog_synchronize(): a hog ran off its CPU */
+	/* hog_synchronize()'s passes: twice the passes begun, plus one while
+	 * one runs (odd); written under multi_lock (sched.c) */
+	_Atomic uint64_t sync_seq;
 
 	/* Poll mode: hog_synchronize()'s generation, the pollers' acks. */
 	_Atomic uint32_t sync_gen;

@@ -57,25 +57,42 @@ static void full_barrier(void)
 	syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
 }
 
-int hog_synchronize(void)
+/*
+ * Concurrent callers share passes, as the kernel's expedited grace
+ * periods do (rcu_seq): c->sync_seq is odd while a pass runs and moves
+ * only under multi_lock.  A caller notes the value the counter must reach
+ * for a whole pass to have begun after its call began (seq_snap()); once
+ * it holds the lock, a pass another caller made meanwhile may have
+ * served it already.  So k callers that come together cost at most two
+ * passes: the one that may be under way as they come, and one more.
+ */
+static uint64_t seq_snap(struct ctx *c)
 {
-	unsigned int i, n = 0;
-	struct ctx *c;
-	int64_t gen;
-	int me, r;
+	/* seq_cst: after hog_synchronize()'s fence; a pass that begins
+	 * after this load orders its hogs after our accesses before it */
+	uint64_t s = atomic_load(&c->sync_seq);
 
-	if (cpuhog_self)
-		return -EDEADLK;
-	c = call_enter(&r);
-	if (!c)
-		return r;
-	multi_lock(c, false);
+	return (s + 3) & ~(uint64_t)1; /* idle: the next end; busy: the one after */
+}
+
+/* One pass: every hogged CPU but ours through the scheduler, or its
+ * poller's acknowledgement.  Under multi_lock. */
+static void sync_pass(struct ctx *c)
+{
+	uint64_t seq = atomic_load_explicit(&c->sync_seq, memory_order_relaxed);
+	unsigned int i, n = 0;
+	int64_t gen;
+	int me;
+
+	/* seq_cst store and fence: the pass's start before its hogs run,
+	 * for the callers whose seq_snap() read the counter before it */
+	atomic_store(&c->sync_seq, seq + 1);
+	atomic_thread_fence(memory_order_seq_cst);
 	/*
 	 * Our own CPU needs no hog: we run there, so whatever ran there
 	 * before has been switched out, and the fence orders us.
 	 */
 	me = sched_getcpu();
-	atomic_thread_fence(memory_order_seq_cst);
 	for (i = 0; i < c->nr_hogs; i++)
 		if ((int)c->hogs[i].cpu != me) {
 			c->mflags[n] = 0;
@@ -93,6 +110,29 @@ int hog_synchronize(void)
 		if (atomic_load_explicit(&c->sync_away, memory_order_relaxed))
 			full_barrier();
 	}
+	/* release: the pass's acknowledgements (multi_wait()'s acquire)
+	 * before its end, for the callers it served */
+	atomic_store_explicit(&c->sync_seq, seq + 2, memory_order_release);
+}
+
+int hog_synchronize(void)
+{
+	struct ctx *c;
+	uint64_t want;
+	int r;
+
+	if (cpuhog_self)
+		return -EDEADLK;
+	c = call_enter(&r);
+	if (!c)
+		return r;
+	/* our accesses before the call, before the snapshot's load */
+	atomic_thread_fence(memory_order_seq_cst);
+	want = seq_snap(c);
+	multi_lock(c, false);
+	/* acquire: pairs with sync_pass()'s release of the pass's end */
+	if (atomic_load_explicit(&c->sync_seq, memory_order_acquire) < want)
+		sync_pass(c);
 	/* acquire side of the barrier: pairs with each hog's release */
 	atomic_thread_fence(memory_order_seq_cst);
 	multi_unlock(c);

@@ -100,9 +100,10 @@ static bool open_all(void)
 
 	ctr.n = 0;
 	if ((ctr.fd[ctr.n++] = open_counter(0)) < 0) {
-		why_not = errno == ENOENT ? "no raw_syscalls tracepoint"
-					  : "perf events not allowed here "
-					    "(perf_event_paranoid, no root)";
+		why_not = errno == ENOENT    ? "no raw_syscalls tracepoint"
+			  : errno == ENOSYS ? "no perf_event_open() here"
+					    : "perf events not allowed here "
+					      "(perf_event_paranoid, no root)";
 		closedir(d);
 		return false;
 	}
@@ -269,6 +270,9 @@ static void count_calls(bool poll)
 	int hogs, fails = 0, skipped = 0;
 	size_t k;
 
+	if (t_qemu_user())
+		t_skip("under qemu-user the emulator's own system calls count "
+		       "in each thread");
 	if (tp_id < 0 && (tp_id = sys_enter_id()) < 0)
 		t_skip("no raw_syscalls:sys_enter tracepoint (tracefs not "
 		       "mounted, and not ours to mount)");

@@ -94,6 +94,92 @@ static int call_sync(void *arg)
 	return hog_synchronize();
 }
 
+/*
+ * Concurrent callers share passes: a caller is served by any pass that
+ * began after its call began.  A multi-CPU call holds the library's lock
+ * for a while (a 20 ms callback on one CPU); four callers of
+ * hog_synchronize() come meanwhile and queue behind it; when it ends one
+ * pass serves all four (at most two may be made: one that is under way
+ * as a caller comes does not serve it).  Sequential calls, the control,
+ * make a pass each.
+ */
+static uint64_t hold_ns;
+
+static int hold_lock(void *arg)
+{
+	uint64_t end = t_now() + hold_ns;
+
+	(void)arg;
+	while (t_now() < end)
+		;
+	return 0;
+}
+
+static _Atomic int sync_started;
+
+static void *sync_caller(void *arg)
+{
+	t_pin((unsigned int)(uintptr_t)arg);
+	atomic_fetch_add(&sync_started, 1);
+	return (void *)(intptr_t)hog_synchronize();
+}
+
+static void *hold_caller(void *arg)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET((unsigned int)(uintptr_t)arg, &one);
+	return (void *)(intptr_t)hog_cpus(sizeof(one), &one, hold_lock, NULL);
+}
+
+static uint64_t passes(void)
+{
+	struct cpuhog_info in;
+
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	return in.sync_passes;
+}
+
+static void synchronize_shared_by_concurrent_callers(void **state)
+{
+	unsigned int mine = t_nth_cpu(0), held = t_nth_cpu(1);
+	pthread_t holder, callers[4];
+	uint64_t p0, shared, alone;
+	void *ret;
+	int i;
+
+	(void)state;
+	if (t_hog_cpus(&(cpu_set_t){ 0 }) < 2)
+		t_skip("needs two hogged CPUs");
+	hold_ns = 20 * MS * t_slow();
+	p0 = passes();
+	for (i = 0; i < 4; i++) /* the control: one pass each */
+		assert_int_equal(hog_synchronize(), 0);
+	alone = passes() - p0;
+	assert_int_equal(alone, 4);
+
+	p0 = passes();
+	atomic_store(&sync_started, 0);
+	assert_int_equal(pthread_create(&holder, NULL, hold_caller,
+					(void *)(uintptr_t)held), 0);
+	t_sleep_ms(2); /* the holder has the lock */
+	for (i = 0; i < 4; i++)
+		assert_int_equal(pthread_create(&callers[i], NULL, sync_caller,
+						(void *)(uintptr_t)mine), 0);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(pthread_join(callers[i], &ret), 0);
+		assert_int_equal((intptr_t)ret, 0);
+	}
+	assert_int_equal(pthread_join(holder, &ret), 0);
+	assert_int_equal((intptr_t)ret, 0);
+	shared = passes() - p0;
+	print_message("4 calls one after another: %llu passes; 4 calls "
+		      "together: %llu\n", (unsigned long long)alone,
+		      (unsigned long long)shared);
+	assert_true(shared >= 1 && shared <= 2);
+}
+
 static void synchronize_errors(void **state)
 {
 	(void)state;
@@ -237,6 +323,7 @@ static void migrate_only_own_threads(void **state)
 
 T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(synchronize_switches_spinner),
+	cmocka_unit_test(synchronize_shared_by_concurrent_callers),
 	cmocka_unit_test(synchronize_errors),
 	cmocka_unit_test(migrate_moves_spinner),
 	cmocka_unit_test(migrate_self),

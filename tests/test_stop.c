@@ -383,6 +383,60 @@ static void stop_times_out_on_held_cpu(void **state)
 	cpuhog_shutdown();
 }
 
+/*
+ * The default stop timeout from the environment (CPUHOG_STOP_TIMEOUT_MS):
+ * with 20 ms, a stop on a CPU held for 60 ms gives up while it is held;
+ * with 5 s the same stop waits the hold out and runs; a value that is not
+ * a plain count of milliseconds is ignored (the default, 200 ms, also
+ * outlasts the hold).  A timeout in the attributes still wins.
+ */
+static int env_stop(const char *env, uint64_t attr_ns, unsigned int hold_ms,
+		    bool *was_held)
+{
+	unsigned int victim = t_nth_cpu(1), mine = t_nth_cpu(0);
+	struct cpuhog_attr a;
+	struct t_held *h;
+	int status, r;
+	pid_t pid;
+
+	cpuhog_shutdown();
+	assert_int_equal(setenv("CPUHOG_STOP_TIMEOUT_MS", env, 1), 0);
+	cpuhog_attr_init(&a);
+	a.stop_timeout_ns = attr_ns;
+	assert_int_equal(cpuhog_init(&a), 0);
+	assert_int_equal(unsetenv("CPUHOG_STOP_TIMEOUT_MS"), 0);
+	t_pin(mine);
+	memset(ran_on, 0, sizeof(ran_on));
+	h = t_hold_cpu(victim, hold_ms, &pid);
+	r = stop_machine(count_here, NULL, 0, NULL);
+	*was_held = !atomic_load(&h->done);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	munmap(h, sizeof(*h));
+	cpuhog_shutdown();
+	assert_int_equal(sum_ran(), r == 0 ? 1 : 0);
+	return r;
+}
+
+static void stop_timeout_from_environment(void **state)
+{
+	unsigned int hold = 60 * t_slow();
+	bool held;
+
+	(void)state;
+	if (t_nth_cpu(1) == t_nth_cpu(0) || !t_can_rt())
+		t_skip("needs two hogged CPUs and SCHED_FIFO");
+	assert_int_equal(env_stop("20", 0, hold, &held), -ETIMEDOUT);
+	assert_true(held); /* it gave up while the CPU was still held */
+	assert_int_equal(env_stop("5000", 0, hold, &held), 0);
+	/* the attributes' timeout wins over the environment's */
+	assert_int_equal(env_stop("5000", 20 * MS, hold, &held), -ETIMEDOUT);
+	assert_true(held);
+	if (getenv("CPUHOG_GUEST"))
+		return; /* 200 ms is too short for a guest: that is the point */
+	assert_int_equal(env_stop("20ms", 0, hold, &held), 0);
+	assert_int_equal(env_stop("0", 0, hold, &held), 0);
+}
+
 /* ---- no allocation on the path, once initialised ---- */
 static void stop_never_allocates(void **state)
 {
@@ -524,6 +578,7 @@ T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(stop_runs_where_asked),
 	cmocka_unit_test(stop_results_and_errors),
 	cmocka_unit_test(stop_times_out_on_held_cpu),
+	cmocka_unit_test(stop_timeout_from_environment),
 	cmocka_unit_test(stop_never_allocates),
 	cmocka_unit_test(two_cpus_rendezvous),
 	cmocka_unit_test(mixed_multi_cpu_stress),
