@@ -446,6 +446,10 @@ CPUHOG_API int stop_two_cpus(unsigned int cpu1, unsigned int cpu2,
  * In poll mode a CPU whose poller runs acknowledges instead of switching
  * to its hog: no thread of ours runs there then (src/poll.c says why
  * that is the same barrier).
+ * Concurrent callers share the work, as the kernel's expedited grace
+ * periods do: a call is served by any pass over the CPUs that began after
+ * it began, so callers that come together cost at most two passes
+ * (cpuhog_info.sync_passes counts them).
  * Context: may sleep; not from hog context.
  * Returns 0; -EDEADLK from hog context.
  */
