@@ -84,10 +84,10 @@ static void sync_pass(struct ctx *c)
 	int64_t gen;
 	int me;
 
-	/* seq_cst store and fence: the pass's start before its hogs run,
-	 * for the callers whose seq_snap() read the counter before it */
-	atomic_store(&c->sync_seq, seq + 1);
-	atomic_thread_fence(memory_order_seq_cst);
+	/* seq_cst read-modify-write, a full barrier on every target (and
+	 * GCC's TSan refuses fences): the pass's start before its hogs
+	 * run, for the callers whose seq_snap() read the counter before */
+	atomic_fetch_add(&c->sync_seq, 1);
 	/*
 	 * Our own CPU needs no hog: we run there, so whatever ran there
 	 * before has been switched out, and the fence orders us.
