@@ -244,8 +244,8 @@ struct kind {
 	int (*op)(void);
 	bool all_cpus; /* every hog takes part, or the first two */
 	bool rendezvous; /* a stop: its hogs may back off (below) */
-	/* entries per call in sleep and poll mode: the caller's, and the
-	 * hogs' together on two CPUs (on n, n/2 times that) */
+	/* entries per call in sleep and poll mode, on 2 CPUs: the caller's,
+	 * and the hogs' together */
 	long caller[2], hogs[2];
 };
 
@@ -264,6 +264,28 @@ static const struct kind kinds[] = {
 	{ "stop_machine", op_stop, true, true, { 2, 1 }, { 7, 7 } },
 	{ "hog_synchronize", op_sync, true, false, { 1, 1 }, { 2, 0 } },
 };
+
+/*
+ * The bounds on @n hogs.  A call on every CPU costs its caller a wake per
+ * remote hog in sleep mode (stop_machine wakes its own CPU's hog too;
+ * hog_synchronize needs none there) and each hog what it costs on 2: the
+ * 2-CPU figures, scaled.
+ */
+static void bounds(const struct kind *kd, bool poll, int n, long *cmax,
+		   long *hmax)
+{
+	*cmax = kd->caller[poll];
+	*hmax = kd->hogs[poll];
+	if (!kd->all_cpus || n == 2)
+		return;
+	if (kd->op == op_sync) {
+		*cmax = kd->caller[poll] * (n - 1);
+		*hmax = kd->hogs[poll] * (n - 1);
+	} else {
+		*cmax = poll ? kd->caller[poll] : kd->caller[poll] * n / 2;
+		*hmax = (kd->hogs[poll] * n + 1) / 2;
+	}
+}
 
 static void count_calls(bool poll)
 {
@@ -314,7 +336,9 @@ static void count_calls(bool poll)
 	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
 		const struct kind *kd = &kinds[k];
 		int in = kd->all_cpus ? hogs : 2;
-		long hmax = (kd->hogs[poll] * in + 1) / 2;
+		long cmax, hmax;
+
+		bounds(kd, poll, in, &cmax, &hmax);
 
 		if (!medians(kd->op, poll, kd->all_cpus, &c, &h)) {
 			print_message("%s: the pollers stepped aside\n",
@@ -328,13 +352,13 @@ static void count_calls(bool poll)
 			      "caller %ld (at most %ld), %d hogs %ld (at most "
 			      "%ld)\n",
 			      kd->name, poll ? "poll" : "sleep", c + h, c,
-			      kd->caller[poll], in, h, hmax);
+			      cmax, in, h, hmax);
 		/* in an emulated guest the hogs of a stop wait long for
 		 * the vCPUs the host runs late, and back off meanwhile
 		 * (sched_yield, naps): printed, not judged there */
 		if (kd->rendezvous && getenv("CPUHOG_GUEST"))
 			continue;
-		fails += c > kd->caller[poll] || h > hmax;
+		fails += c > cmax || h > hmax;
 	}
 	close_all();
 	cpuhog_shutdown();
