@@ -724,7 +724,12 @@ static uint64_t toggle_for(unsigned int cpu, long ms, int fixed, long *cycles)
 		assert_true(t_set_online(cpu, 0));
 		dt = t_now() - t0;
 		worst = dt > worst ? dt : worst;
-		assert_true(dt < 2000 * MS);
+		/* catches an offline held up for good (our threads once
+		 * starved the kernel's for minutes); a guest's offline is a
+		 * kernel stop_machine over vCPUs the host runs in turns: at
+		 * 32 on 2 host CPUs one took 484 ms on an idle guest and over
+		 * 2 s in a storm */
+		assert_true(dt < 2000 * MS * t_slow());
 		t_sleep_ms(20);
 		assert_true(t_set_online(cpu, 1));
 		t_sleep_ms(20);
