@@ -160,6 +160,13 @@ static bool frozen_stop(size_t setsize, const cpu_set_t *set)
 		uint64_t released = holds_released();
 
 		r = stop_machine(probes_frozen, NULL, setsize, set);
+		if (r == -ETIMEDOUT && getenv("CPUHOG_GUEST")) {
+			/* ran nowhere, so it says nothing of the hold: at 32
+			 * vCPUs on 2 host CPUs a retry after RT throttling
+			 * broke a hold timed out (even at 3.2 s) */
+			print_message("the stop timed out; again\n");
+			continue;
+		}
 		if (r <= 100 || (t_hogs_preempted() == pre &&
 				 holds_released() == released)) {
 			assert_int_equal(r, 0);
@@ -352,7 +359,7 @@ static void stop_times_out_on_held_cpu(void **state)
 	memset(ran_on, 0, sizeof(ran_on));
 	/* a guest's vCPUs come slowly, and each hog's steps move the
 	 * deadline on: hold longer there */
-	h = t_hold_cpu(victim, 80 * t_slow(), &pid);
+	h = t_hold_cpu(victim, 80 * t_slow() * t_many(), &pid);
 	r = stop_machine(count_here, NULL, 0, NULL);
 	/* it gave up while the CPU was still held: no hang */
 	assert_int_equal(atomic_load(&h->done), 0);
@@ -419,7 +426,7 @@ static int env_stop(const char *env, uint64_t attr_ns, unsigned int hold_ms,
 
 static void stop_timeout_from_environment(void **state)
 {
-	unsigned int hold = 60 * t_slow();
+	unsigned int hold = 60 * t_slow() * t_many();
 	bool held;
 
 	(void)state;
