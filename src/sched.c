@@ -90,7 +90,8 @@ static void sync_pass(struct ctx *c)
 	atomic_fetch_add(&c->sync_seq, 1);
 	/*
 	 * Our own CPU needs no hog: we run there, so whatever ran there
-	 * before has been switched out, and the fence orders us.
+	 * before has been switched out, and the read-modify-write above
+	 * orders us.
 	 */
 	me = sched_getcpu();
 	for (i = 0; i < c->nr_hogs; i++)
