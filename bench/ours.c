@@ -113,7 +113,22 @@ static const char *nospin_setup(struct op *op)
 	return cpuhog_init(&a) == 0 ? NULL : "cpuhog_init failed";
 }
 
-static void nospin_teardown(struct op *op)
+/* The flat-wake variants: the caller wakes every hog itself (src/wake.c).
+ * Below 5 CPUs the tree is flat too, and the rows measure the same. */
+static const char *flat_setup(struct op *op)
+{
+	struct cpuhog_attr a;
+	const char *why = op->run == ours_stop_all ? need_rt(op) : NULL;
+
+	if (why)
+		return why;
+	cpuhog_shutdown();
+	cpuhog_attr_init(&a);
+	a.wake_fanout = CPUHOG_WAKE_FLAT;
+	return cpuhog_init(&a) == 0 ? NULL : "cpuhog_init failed";
+}
+
+static void default_teardown(struct op *op)
 {
 	(void)op;
 	cpuhog_shutdown();
@@ -140,10 +155,15 @@ size_t ours_ops(struct op *ops)
 		  .teardown = busy_teardown },
 		{ .name = "hog_one_cpu, other CPU, no spin",
 		  .setup = nospin_setup, .run = ours_one_remote,
-		  .teardown = nospin_teardown },
+		  .teardown = default_teardown },
 		{ .name = "stop_machine, all CPUs, no spin",
 		  .setup = nospin_setup, .run = ours_stop_all,
-		  .teardown = nospin_teardown },
+		  .teardown = default_teardown },
+		{ .name = "hog_cpus, all CPUs, flat wake", .setup = flat_setup,
+		  .run = ours_cpus_all, .teardown = default_teardown },
+		{ .name = "stop_machine, all CPUs, flat wake",
+		  .setup = flat_setup, .run = ours_stop_all,
+		  .teardown = default_teardown },
 	};
 	size_t i, n = sizeof(list) / sizeof(list[0]);
 

@@ -160,10 +160,17 @@ struct cpuhog_attr {
 	 * until the next (the adaptive choice; Seastar polls 200 us);
 	 * 0: it polls for as long as its CPU is idle. */
 	uint64_t poll_ns;
-	uint64_t reserved_[7];
+	/* Multi-CPU calls wake their hogs down a tree: the caller wakes at
+	 * most this many, and each woken hog as many more; 0: 4, or
+	 * CPUHOG_WAKE_FANOUT from the environment; CPUHOG_WAKE_FLAT (or
+	 * any number of CPUs or more): the caller wakes every hog itself.
+	 * 1 is -EINVAL. */
+	uint64_t wake_fanout;
+	uint64_t reserved_[6];
 };
 #define CPUHOG_NO_SPIN UINT64_MAX
 #define CPUHOG_NO_TIMEOUT UINT64_MAX
+#define CPUHOG_WAKE_FLAT UINT64_MAX
 
 /* What cpuhog_get_info() reports. */
 struct cpuhog_info {

@@ -117,21 +117,67 @@ static void run_one(struct hog *h, struct work *w)
 }
 
 /*
- * Run a batch, oldest first.  The CPU is checked once per batch (its
- * affinity) and before each work (where it runs now): if the CPU went
+ * Whether this hog runs pinned to its CPU, re-pinning it if it can.
+ *
+ * sched_getcpu() is free (glibc reads the kernel's rseq area), the
+ * affinity is a system call: it is read only when the hog finds itself
+ * off its CPU, when any hog of the process did since this one last read
+ * it (g_moved: a CPU went offline or left the cpuset), and every
+ * REREAD_EVERY batches.  Nothing moves a pinned hog silently: the kernel
+ * breaks a pinned thread's affinity only when its CPU goes away, and
+ * then moves it off; a cpuset change or another's sched_setaffinity()
+ * either excludes the CPU, and moves it off, or leaves the hog where it
+ * is, where its work is still right.  Only a mask widened under a hog
+ * that stayed (a cgroup-v1 cpuset change, an operator's taskset) waits
+ * for the periodic read to be pinned again.
+ */
+#define REREAD_EVERY 64
+
+static _Atomic uint32_t g_moved; /* +1 each time a hog finds itself off */
+
+static bool hog_here(struct hog *h)
+{
+	/* relaxed: a hint to look, not an order on anything else */
+	uint32_t moved = atomic_load_explicit(&g_moved, memory_order_relaxed);
+
+	if (sched_getcpu() == (int)h->cpu && h->pinned &&
+	    h->moved_seen == moved && h->until_reread-- > 0)
+		return true;
+	if (sched_getcpu() != (int)h->cpu)
+		moved = atomic_fetch_add_explicit(&g_moved, 1,
+						  memory_order_relaxed) + 1;
+	h->moved_seen = moved;
+	h->until_reread = REREAD_EVERY;
+	h->pinned = pinned_to(h->masksize, h->mask, h->cpu) ||
+		    pin_to(h->masksize, h->mask, h->cpu) == 0;
+	return h->pinned;
+}
+
+/*
+ * Run a batch, oldest first.  Before each work the hog checks where it
+ * runs (hog_here() at the first, sched_getcpu() after): if the CPU went
  * offline or left the cpuset the kernel has moved us elsewhere, and the
  * works fail with -ENOENT rather than run on a CPU nobody asked for.
  */
 static void run_batch(struct hog *h, struct work *w)
 {
-	bool here = pinned_to(h->masksize, h->mask, h->cpu) ||
-		    pin_to(h->masksize, h->mask, h->cpu) == 0;
+	struct work *x;
+	bool here;
+
+	/* a multi-CPU call's work: its subtree's wakes before anything */
+	for (x = w; x; x = x->next)
+		if (x == &h->slot) {
+			wake_kids(h);
+			break;
+		}
+	here = hog_here(h);
 
 	while (w) {
 		struct work *next = w->next; /* before w is finished */
 
 		here = here && sched_getcpu() == (int)h->cpu;
 		h->off_cpu = !here;
+		h->pinned = h->pinned && here;
 		/* relaxed: a hint for multi-CPU callers, who check it */
 		if (atomic_load_explicit(&h->away, memory_order_relaxed) == here)
 			atomic_store_explicit(&h->away, !here,
@@ -192,7 +238,8 @@ void *hog_main(void *arg)
 
 /* ---- queueing and waiting ---------------------------------------------- */
 
-void queue_work(struct hog *h, struct work *w)
+/* Push @w on @h's queue; a sleeping hog sees it only once woken. */
+void push_work(struct hog *h, struct work *w)
 {
 	struct work *old = atomic_load_explicit(&h->head, memory_order_relaxed);
 
@@ -203,6 +250,11 @@ void queue_work(struct hog *h, struct work *w)
 		/* seq_cst: releases w's fields to the hog's acquire exchange,
 		 * and orders the push before wake_hog()'s load */
 	} while (!atomic_compare_exchange_weak(&h->head, &old, w));
+}
+
+void queue_work(struct hog *h, struct work *w)
+{
+	push_work(h, w);
 	wake_hog(h);
 }
 

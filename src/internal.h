@@ -71,6 +71,12 @@
 #define stop_state_free cpuhog_i_stop_state_free
 #define thread_switches cpuhog_i_thread_switches
 #define wake_hog cpuhog_i_wake_hog
+#define topo_key cpuhog_i_topo_key
+#define topo_sort cpuhog_i_topo_sort
+#define fanout_of cpuhog_i_fanout_of
+#define wake_kids cpuhog_i_wake_kids
+#define wake_plan cpuhog_i_wake_plan
+#define push_work cpuhog_i_push_work
 #define work_wait cpuhog_i_work_wait
 
 #define HIDDEN __attribute__((visibility("hidden")))
@@ -149,11 +155,21 @@ struct hog {
 	_Atomic uint64_t run, refused, slept, overran, migrated;
 	size_t masksize;
 	cpu_set_t *mask; /* scratch for the affinity check */
+	/* The hog's own (hog.c, hog_here()): whether its affinity read as
+	 * its CPU alone, at which g_moved, and batches until the next read. */
+	bool pinned;
+	uint32_t moved_seen;
+	unsigned int until_reread;
 	/* Stops: the generation this hog holds its CPU for, and when it last
 	 * looked around while spinning (read by the other hogs). */
 	_Atomic uint32_t held_gen;
 	_Atomic uint64_t beat;
 	uint32_t rng; /* the hog's own: when it looks next (jitter()) */
+	/* The wake tree (wake.c): the hogs this one wakes when it takes
+	 * its slot, written by the caller while the slot is free. */
+	struct hog **kids;
+	unsigned int nkids;
+	uint64_t topo; /* its place in topology order (topology.c) */
 
 	/* The work of multi-CPU calls, one at a time (serialized). */
 	struct work slot;
@@ -183,6 +199,11 @@ struct ctx {
 	unsigned int nr_cpu_ids;
 	unsigned int nr_hogs;
 	struct hog **by_cpu; /* nr_cpu_ids entries; NULL: no hog */
+	struct hog **by_topo; /* nr_hogs entries, in topology order */
+	unsigned int fanout;  /* the wake tree's k (wake.c) */
+	uint64_t attr_fanout; /* cpuhog_attr.wake_fanout, 0: see wake.c */
+	struct hog **roots;   /* fanout entries: the caller's own wakes */
+	struct hog **kid_store; /* nr_hogs * fanout: every hog's kids */
 	struct hog *hogs;    /* nr_hogs entries */
 	unsigned int flags;
 	int want_priority;
@@ -235,6 +256,14 @@ HIDDEN extern _Atomic uint64_t g_spin_ns; /* hog_work_wait() holds no
 HIDDEN extern _Atomic uint32_t g_epoch;  /* moves on in a forked child */
 HIDDEN void *hog_main(void *arg);
 HIDDEN void wake_hog(struct hog *h);
+HIDDEN void push_work(struct hog *h, struct work *w);
+HIDDEN uint64_t topo_key(unsigned int cpu, size_t setsize, cpu_set_t *scratch,
+			 unsigned int nr_cpu_ids);
+HIDDEN void topo_sort(struct ctx *c);
+HIDDEN unsigned int fanout_of(uint64_t want, unsigned int nr_hogs);
+HIDDEN unsigned int wake_plan(struct ctx *c, struct hog **o, uint32_t *flags,
+			      unsigned int n);
+HIDDEN void wake_kids(struct hog *h);
 HIDDEN struct ctx *ctx_get(int *err);
 HIDDEN void ctx_put(void);
 HIDDEN struct ctx *call_enter(int *err); /* lifecycle.c */

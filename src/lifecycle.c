@@ -153,6 +153,9 @@ static void ctx_free(struct ctx *c)
 	free(c->by_cpu);
 	free(c->msel);
 	free(c->mflags);
+	free(c->by_topo);
+	free(c->roots);
+	free(c->kid_store);
 	CPU_FREE(c->mscratch);
 	CPU_FREE(c->mscratch2);
 	free(c->attr_cpus);
@@ -182,7 +185,8 @@ static int attr_check(const struct cpuhog_attr *a)
 
 	if (!a)
 		return 0;
-	if (a->size && a->size < offsetof(struct cpuhog_attr, reserved_))
+	/* the first version ended where wake_fanout begins */
+	if (a->size && a->size < offsetof(struct cpuhog_attr, wake_fanout))
 		return -EINVAL;
 	if (a->flags & ~(unsigned int)(CPUHOG_F_STRICT | CPUHOG_F_WEAK_STOP |
 				       CPUHOG_F_NO_CHECKS | CPUHOG_F_POLL))
@@ -195,6 +199,8 @@ static int attr_check(const struct cpuhog_attr *a)
 		return -EINVAL;
 	/* a spin is a busy wait: a second is already far too long */
 	if (a->spin_ns > 1000000000u && a->spin_ns != CPUHOG_NO_SPIN)
+		return -EINVAL;
+	if (a->wake_fanout == 1) /* a chain: N wakes in a row, as flat */
 		return -EINVAL;
 	return 0;
 }
@@ -247,6 +253,7 @@ static void ctx_settings(struct ctx *c, const struct cpuhog_attr *a)
 	c->overrun_ns = a->overrun_ns ? a->overrun_ns : 100000000u;
 	c->stop_timeout_ns = a->stop_timeout_ns ? a->stop_timeout_ns
 						: default_stop_timeout();
+	c->attr_fanout = a->wake_fanout;
 	c->spin_ns = a->spin_ns == CPUHOG_NO_SPIN ? 0
 		     : a->spin_ns		   ? a->spin_ns
 						   : 50000u;
@@ -369,11 +376,17 @@ static int ctx_alloc(struct ctx *c, unsigned int n)
 	c->hogs = aligned_alloc(CACHELINE, sizeof(struct hog) * (n ? n : 1));
 	c->msel = calloc(n ? n : 1, sizeof(*c->msel));
 	c->mflags = calloc(n ? n : 1, sizeof(*c->mflags));
+	c->by_topo = calloc(n ? n : 1, sizeof(*c->by_topo));
+	c->fanout = fanout_of(c->attr_fanout, n); /* at most n */
+	c->roots = calloc(c->fanout, sizeof(*c->roots));
+	c->kid_store = calloc((size_t)(n ? n : 1) * c->fanout,
+			      sizeof(*c->kid_store));
 	c->mscratch = CPU_ALLOC(c->nr_cpu_ids);
 	c->mscratch2 = CPU_ALLOC(c->nr_cpu_ids);
 	c->stop = stop_state_alloc(c);
 	if (!c->by_cpu || !c->hogs || !c->msel || !c->mflags || !c->mscratch ||
-	    !c->mscratch2 || !c->stop)
+	    !c->mscratch2 || !c->stop || !c->by_topo || !c->roots ||
+	    !c->kid_store)
 		return -ENOMEM;
 	memset(c->hogs, 0, sizeof(struct hog) * (n ? n : 1));
 	return 0;
@@ -404,6 +417,24 @@ static int hogs_start(struct ctx *c, size_t sz, const cpu_set_t *want)
 		c->nr_hogs++;
 	}
 	return c->nr_hogs ? 0 : -ENOENT;
+}
+
+/* The wake tree's shape (wake.c): each hog's place in topology order
+ * and room for its children; the fan-out at most the hogs there are. */
+static void tree_setup(struct ctx *c)
+{
+	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
+	unsigned int i;
+
+	if (c->fanout > c->nr_hogs)
+		c->fanout = c->nr_hogs;
+	for (i = 0; i < c->nr_hogs; i++) {
+		struct hog *h = &c->hogs[i];
+
+		h->topo = topo_key(h->cpu, sz, c->mscratch, c->nr_cpu_ids);
+		h->kids = c->kid_store + (size_t)i * c->fanout;
+	}
+	topo_sort(c);
 }
 
 /* Poll mode: a poller per hog, or none at all (the flag says which). */
@@ -437,6 +468,7 @@ static int attr_keep(struct ctx *c, const struct cpuhog_attr *a)
 	c->attr.stop_timeout_ns = a->stop_timeout_ns;
 	c->attr.spin_ns = a->spin_ns;
 	c->attr.poll_ns = a->poll_ns;
+	c->attr.wake_fanout = a->wake_fanout;
 	if (!a->cpus)
 		return 0;
 	c->attr_cpus = malloc(a->cpus_setsize ? a->cpus_setsize : 1);
@@ -475,7 +507,7 @@ static int ctx_create(const struct cpuhog_attr *a, struct ctx **out)
 		if (r < 0)
 			hogs_stop(c);
 		else
-			pollers_start(c);
+			tree_setup(c), pollers_start(c);
 	}
 	CPU_FREE(want);
 	if (r < 0) {

@@ -116,18 +116,22 @@ bool hog_usable(struct hog *h, cpu_set_t *scratch, size_t size)
 	       CPU_ISSET_S(h->cpu, size, scratch);
 }
 
-/* The hogs of @cpus whose CPUs are usable, in CPU order, into c->msel. */
+/* The hogs of @cpus whose CPUs are usable, in topology order (the wake
+ * tree's), into c->msel. */
 unsigned int multi_select(struct ctx *c, size_t setsize, const cpu_set_t *cpus)
 {
 	size_t bits = setsize * 8, sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
-	unsigned int cpu, n = 0;
+	unsigned int i, n = 0;
 
-	for (cpu = 0; cpu < c->nr_cpu_ids && cpu < bits; cpu++)
-		if (CPU_ISSET_S(cpu, setsize, cpus) && c->by_cpu[cpu] &&
-		    hog_usable(c->by_cpu[cpu], c->mscratch, sz)) {
+	for (i = 0; i < c->nr_hogs; i++) {
+		struct hog *h = c->by_topo[i];
+
+		if (h->cpu < bits && CPU_ISSET_S(h->cpu, setsize, cpus) &&
+		    hog_usable(h, c->mscratch, sz)) {
 			c->mflags[n] = 0;
-			c->msel[n++] = c->by_cpu[cpu];
+			c->msel[n++] = h;
 		}
+	}
 	return n;
 }
 
@@ -158,36 +162,29 @@ static void slot_push(struct ctx *c, struct hog *h, uint32_t gen,
 	w->gen = gen;
 	w->cpu = h->cpu;
 	w->flags = flags;
-	/* relaxed: published by queue_work()'s seq_cst push */
+	/* relaxed: published by push_work()'s seq_cst push */
 	atomic_store_explicit(&w->state, W_QUEUED, memory_order_relaxed);
-	queue_work(h, w);
+	push_work(h, w);
 }
 
 /*
  * Queue fn(arg) on the @n selected hogs, under generation @gen, with
- * @flags and each hog's own c->mflags[i].  The hog of our own CPU last:
- * waking it may preempt us before we wake the rest.
+ * @flags and each hog's own c->mflags[i]; then wake them down the tree
+ * (wake.c): every work pushed first, then at most fanout wakes here.
  */
 void multi_push(struct ctx *c, unsigned int n, uint32_t gen, cpuhog_fn_t fn,
 		void *arg, uint32_t flags)
 {
-	int me = sched_getcpu();
-	unsigned int i, mine = n;
+	unsigned int i, roots = wake_plan(c, c->msel, c->mflags, n);
 
 	/* relaxed: the pushes below release it to the hogs; stale hogs
 	 * only compare it in a CAS */
 	atomic_store_explicit(&c->group.word, (uint64_t)gen << 32 | n,
 			      memory_order_relaxed);
-	for (i = 0; i < n; i++) {
-		if ((int)c->msel[i]->cpu == me)
-			mine = i;
-		else
-			slot_push(c, c->msel[i], gen, fn, arg,
-				  flags | c->mflags[i]);
-	}
-	if (mine < n)
-		slot_push(c, c->msel[mine], gen, fn, arg,
-			  flags | c->mflags[mine]);
+	for (i = 0; i < n; i++)
+		slot_push(c, c->msel[i], gen, fn, arg, flags | c->mflags[i]);
+	for (i = 0; i < roots; i++)
+		wake_hog(c->roots[i]);
 }
 
 static uint32_t pending(struct ctx *c)

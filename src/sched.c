@@ -94,10 +94,10 @@ static void sync_pass(struct ctx *c)
 	 * orders us.
 	 */
 	me = sched_getcpu();
-	for (i = 0; i < c->nr_hogs; i++)
-		if ((int)c->hogs[i].cpu != me) {
+	for (i = 0; i < c->nr_hogs; i++) /* the wake tree's order */
+		if ((int)c->by_topo[i]->cpu != me) {
 			c->mflags[n] = 0;
-			c->msel[n++] = &c->hogs[i];
+			c->msel[n++] = c->by_topo[i];
 		}
 	n = poll_sync(c, n); /* poll mode: running pollers answer */
 	gen = n ? multi_reserve(c, n, NO_DEADLINE) : -1;

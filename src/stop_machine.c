@@ -448,9 +448,9 @@ static bool run_too_long(struct stop_state *st, uint32_t gen, uint64_t now)
  * CPUs at each look and never met (fork_during_storm: 6 in 40 timed out
  * in HOLD, one hog short, with looks every LOOK_NS exactly).
  */
-static void back_off(struct stop_state *st, uint32_t gen, bool nap)
+static uint64_t back_off(struct stop_state *st, uint32_t gen, bool nap)
 {
-	uint64_t v;
+	uint64_t v, t = now_ns();
 
 	/* reload on failure: transition() takes the word by value, and a
 	 * retry with the word it failed on failed for ever (a FIFO 99 hog
@@ -459,13 +459,14 @@ static void back_off(struct stop_state *st, uint32_t gen, bool nap)
 	do {
 		v = load_word(st);
 		if (GEN(v) != gen || PHASE(v) != PH_HOLD)
-			return;
+			return 0;
 	} while (!transition(st, v, v + 1));
 	if (nap)
 		nanosleep(&(struct timespec){ 0, NAP_NS }, NULL);
 	else
 		sched_yield();
 	pass(st, gen, PH_HOLD);
+	return now_ns() - t;
 }
 
 /* The time to the next look in HOLD: @every/2 to 3*@every/2, at random
@@ -498,9 +499,23 @@ static uint64_t clamp(uint64_t x, uint64_t lo, uint64_t hi)
  * four naps: a nap at each look made most hogs away at any time where a
  * 200 us nap lasts milliseconds, and stops timed out with half the hogs
  * napping (8 emulated vCPUs).
+ *
+ * And whatever a back-off costs here, the hogs of a stop are away, all
+ * together, at most a quarter of the time: a hog backs off only while
+ * its own time away (@away) is at most 1/(4n) of its time in HOLD, n
+ * the hogs holding.  So at any moment a quarter of a hog is away, by
+ * expectation, on a machine of any size, and the last to arrive finds
+ * the others present.  On a live machine a yield or a nap costs what it
+ * says, and the budget never binds; where the host runs vCPUs late, a
+ * hog that loses its vCPU while away is away for tens of milliseconds
+ * and then waits n times as long before it steps aside again (at 64
+ * emulated vCPUs on 2 host CPUs, without the budget, stops gave up
+ * after 6.4 s in HOLD, with hogs napping at every fourth look).
  */
 struct pace {
 	uint64_t every, nap_at;
+	uint64_t since, away; /* when HOLD began here; time backed off */
+	unsigned int n;	      /* hogs holding */
 	unsigned int backoffs; /* after nap_at: every fourth one naps */
 };
 
@@ -508,12 +523,27 @@ static struct pace pace_of(struct stop_state *st)
 {
 	uint64_t t = now_ns(), begun = relaxed(&st->begun);
 	uint64_t q = relaxed(&st->timeout_ns) / 4;
+	/* relaxed: every arrival is in, after PREPARE -> HOLD (acquired) */
+	uint32_t n = T_HELD(atomic_load_explicit(&st->tally,
+						 memory_order_relaxed));
 
 	return (struct pace){
 		.every = clamp(t > begun ? t - begun : 0, LOOK_NS,
 			       16 * LOOK_NS),
 		.nap_at = t + clamp(q, NAP_AFTER_NS, NAP_AFTER_MAX),
+		.since = t,
+		.n = n ? n : 1,
 	};
+}
+
+/* A look in HOLD: back off, if this hog's share of time away allows. */
+static void hold_look(struct stop_state *st, uint32_t gen, struct pace *p,
+		      uint64_t t)
+{
+	if (p->away * 4 * p->n > t - p->since)
+		return;
+	p->away += back_off(st, gen,
+			    t > p->nap_at && (++p->backoffs & 3) == 0);
 }
 
 /*
@@ -550,8 +580,7 @@ static bool await_phase(struct stop_state *st, struct hog *h, uint32_t gen,
 		else if (ph < PH_RUN && hold_lost(st, h, gen, t))
 			abandon(st, gen, PH_NOCPU);
 		else if (ph == PH_HOLD)
-			back_off(st, gen,
-				 t > p->nap_at && (++p->backoffs & 3) == 0);
+			hold_look(st, gen, p, t);
 		else if (ph == PH_RUN) /* CHECK only looks */
 			asleep = hold_lost(st, h, gen, t) ||
 				 run_too_long(st, gen, t);
@@ -821,11 +850,11 @@ int stop_machine(cpuhog_fn_t fn, void *data, size_t setsize,
 	st = c->stop;
 	r = cpus ? set_fn_mask(c, setsize, cpus) : 0;
 	if (r == 0) {
-		for (i = 0; i < c->nr_hogs; i++) {
-			bool f = cpus && CPU_ISSET_S(c->hogs[i].cpu,
+		for (i = 0; i < c->nr_hogs; i++) { /* the wake tree's order */
+			bool f = cpus && CPU_ISSET_S(c->by_topo[i]->cpu,
 						     st->masksize, st->fn_mask);
 
-			c->msel[i] = &c->hogs[i];
+			c->msel[i] = c->by_topo[i];
 			c->mflags[i] = f ? W_F_RUNS_FN | W_F_NEEDED : 0;
 		}
 		r = stop_run(c, c->nr_hogs, fn, data, !cpus);

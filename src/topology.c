@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The machine's shape, read once when the hogs are made: the order in
+ * which multi-CPU calls list their hogs, so that CPUs sharing a last-level
+ * cache, then a package, stand next to each other.  The wake tree (wake.c)
+ * cuts that list into contiguous parts, so most of its hops, those near
+ * the leaves, stay inside one cache domain.
+ *
+ * Each CPU's key is (package, last-level cache, CPU): the package from
+ * topology/physical_package_id, the cache named by the lowest CPU that
+ * shares it (cache/indexN/shared_cpu_list, N the highest level listed).
+ * Where sysfs says nothing (a VM that shows no caches), the key falls back
+ * to the package and then the CPU number, which is the order of before.
+ * Nothing here runs on a call's path.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define TOPO_BITS 21 /* per field: CPU numbers below two million */
+#define TOPO_MAX ((1ull << TOPO_BITS) - 1)
+
+/* A small number from sysfs; -1 when missing or not a number. */
+static long sysfs_long(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	long v = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/* The lowest CPU sharing @cpu's last-level cache; -1 if none is listed. */
+static long llc_of(unsigned int cpu, size_t setsize, cpu_set_t *scratch,
+		   unsigned int nr_cpu_ids)
+{
+	char path[96];
+	long best = -1, level, top = -1;
+	unsigned int i, c;
+
+	for (i = 0; i < 16; i++) {
+		snprintf(path, sizeof(path),
+			 "/sys/devices/system/cpu/cpu%u/cache/index%u/level",
+			 cpu, i);
+		level = sysfs_long(path);
+		if (level < 0)
+			break;
+		if (level < top)
+			continue;
+		snprintf(path, sizeof(path),
+			 "/sys/devices/system/cpu/cpu%u/cache/index%u/"
+			 "shared_cpu_list",
+			 cpu, i);
+		if (read_cpulist(path, setsize, scratch, nr_cpu_ids) <= 0)
+			continue;
+		for (c = 0; c < nr_cpu_ids; c++)
+			if (CPU_ISSET_S(c, setsize, scratch))
+				break;
+		top = level;
+		best = c;
+	}
+	return best;
+}
+
+static uint64_t field(long v)
+{
+	return v < 0 ? TOPO_MAX : (uint64_t)v & TOPO_MAX;
+}
+
+uint64_t topo_key(unsigned int cpu, size_t setsize, cpu_set_t *scratch,
+		  unsigned int nr_cpu_ids)
+{
+	char path[96];
+	long pkg;
+
+	snprintf(path, sizeof(path),
+		 "/sys/devices/system/cpu/cpu%u/topology/physical_package_id",
+		 cpu);
+	pkg = sysfs_long(path);
+	return field(pkg) << (2 * TOPO_BITS) |
+	       field(llc_of(cpu, setsize, scratch, nr_cpu_ids)) << TOPO_BITS |
+	       field(cpu);
+}
+
+static int by_key(const void *a, const void *b)
+{
+	const struct hog *x = *(struct hog *const *)a;
+	const struct hog *y = *(struct hog *const *)b;
+
+	return x->topo < y->topo ? -1 : x->topo > y->topo;
+}
+
+/* c->by_topo: the hogs in topology order (every hog's topo is set). */
+void topo_sort(struct ctx *c)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->nr_hogs; i++)
+		c->by_topo[i] = &c->hogs[i];
+	qsort(c->by_topo, c->nr_hogs, sizeof(*c->by_topo), by_key);
+}
