@@ -11,7 +11,7 @@ if [ "$mode" = arm64 ]; then
 	      qemu-user-static libcmocka-dev:arm64"
 else
 	pkgs="cmake make gcc pkg-config libcmocka-dev clang libclang-rt-14-dev
-	      util-linux liburcu-dev rt-tests libdpdk-dev man-db mandoc"
+	      util-linux liburcu-dev rt-tests libdpdk-dev man-db mandoc spin"
 fi
 need=""
 for p in $pkgs; do

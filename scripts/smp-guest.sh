@@ -40,7 +40,7 @@ MEM=${CPUHOG_SMP_MEM:-3G}
 SILENCE=${CPUHOG_SMP_SILENCE:-$((TEST_TIMEOUT * 2 + 120))}
 # console lines shown as they come: the runner's, and the kernel's worst
 SHOW='^(smp|smp-[a-z]+):|Kernel panic|BUG: |Oops|soft lockup|hard LOCKUP|rcu: INFO'
-HOST_ONLY='^(symbols|man_lint|install|bench_quick|fuzz_parse)$'
+HOST_ONLY='^(symbols|man_lint|install|bench_quick|fuzz_parse|model_check)$'
 
 say() { echo "smp: $*"; }
 die() { echo "smp: $*" >&2; exit 2; }
