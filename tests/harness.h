@@ -86,10 +86,12 @@ static inline void t_sleep_ms(unsigned int ms)
 
 /* How much slower than a live machine time runs here: 10 in an emulated
  * guest (make check-smp sets CPUHOG_GUEST), whose vCPUs the host runs
- * late; 1 elsewhere.  For bounds that catch hangs, never for speed. */
+ * late, and under qemu-user (CPUHOG_EMULATOR), which translates every
+ * instruction; 1 elsewhere.  For bounds that catch hangs, never for
+ * speed. */
 static inline unsigned int t_slow(void)
 {
-	return getenv("CPUHOG_GUEST") ? 10 : 1;
+	return getenv("CPUHOG_GUEST") || getenv("CPUHOG_EMULATOR") ? 10 : 1;
 }
 
 /* Whether the test runs under qemu-user (make check-arm64 sets

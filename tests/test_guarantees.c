@@ -283,6 +283,10 @@ static void hold_survives_long_fn(void **state)
 
 	(void)state;
 	need_two_rt(&mine, &other);
+	/* fn's 5 ms took 160 ms at 64 vCPUs (its vCPU not run by the
+	 * host), past overrun_ns, and the stop released the hold as
+	 * documented: the bound scales with the guest's sharing */
+	assert_int_equal(t_init_scaled(true), 0);
 	assert_int_equal(cpuhog_get_info(&in), 0);
 	sp.sched_priority = in.priority; /* the hogs' own */
 	pthread_attr_init(&pa);
@@ -548,7 +552,8 @@ static void fn_blocked_hold_is_bounded(void **state)
 	assert_int_equal(r, 7);
 	assert_int_equal(cpuhog_get_info(&in), 0);
 	assert_true(in.holds_released >= 1);
-	assert_true(dt < 500 * MS); /* generous: the bound is 20 ms */
+	/* generous: the bound is 20 ms (617 ms at 64 vCPUs on 2 host CPUs) */
+	assert_true(dt < 500 * MS * t_slow());
 	cpuhog_shutdown();
 }
 

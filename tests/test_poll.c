@@ -687,7 +687,7 @@ static void poll_process_exits_promptly(void **state)
 		 * there, asserted on a live machine */
 		t_skip("in this guest the exit waited out the busy vCPU's "
 		       "spinner (an open problem, docs/RELIABILITY.md)");
-	assert_true(poll_ns < 50 * MS * t_load() + 10 * sleep_ns);
+	assert_true(poll_ns < 50 * MS * t_load() * t_slow() + 10 * sleep_ns);
 }
 
 T_MAIN(((const struct CMUnitTest[]){

@@ -755,9 +755,11 @@ static uint64_t storm_kind(int k, unsigned int cpu, long ms, int fixed,
 		      "(idle %.1f ms), canary %.1f ms late\n",
 		      kind_name[k], cycles, worst / 1e6, idle / 1e6,
 		      late / 1e6);
-	/* a bound that catches offlines held up for good; a guest's
-	 * offlines are slow anyway */
-	assert_true(cycles >= 25 * ms / 5000 / t_slow());
+	/* a bound that catches offlines held up for good, on a live
+	 * machine; in a guest toggle_for()'s bound on each offline does
+	 * (at 64 vCPUs on 2 host CPUs an idle guest's offline took 677 ms
+	 * and one under the storm 3.3 s: one cycle in 5 s) */
+	assert_true(cycles >= (getenv("CPUHOG_GUEST") ? 1 : 25 * ms / 5000));
 	return late;
 }
 

@@ -167,6 +167,15 @@ static bool frozen_stop(size_t setsize, const cpu_set_t *set)
 			print_message("the stop timed out; again\n");
 			continue;
 		}
+		if (r > 100 && t_qemu_user()) {
+			/* qemu-user's hogs can sleep inside the emulator (its
+			 * exclusive sections stop every thread): a move says
+			 * nothing of the library's hold there (1 probe in 2
+			 * stops moved, with pand busy on the other CPU) */
+			print_message("%d probes moved under qemu-user; "
+				      "again\n", r - 100);
+			continue;
+		}
 		if (r <= 100 || (t_hogs_preempted() == pre &&
 				 holds_released() == released)) {
 			assert_int_equal(r, 0);
@@ -497,6 +506,10 @@ static void two_cpus_rendezvous(void **state)
 	(void)state;
 	if (a == b || !t_can_rt())
 		t_skip("needs two hogged CPUs and SCHED_FIFO");
+	/* fn's 5 ms took 140 ms at 64 vCPUs (its vCPU not run by the
+	 * host), past overrun_ns, and the stop released the hold as
+	 * documented: the bound scales with the guest's sharing */
+	assert_int_equal(t_init_scaled(true), 0);
 	if (!probes_start(0)) {
 		probes_end();
 		t_skip("a probe did not run (busy machine)");
