@@ -16,6 +16,13 @@
  * spin, at SCHED_IDLE and only while their CPU is idle: poll.c.)
  *
  * The hogs' lifecycle (init, shutdown, fork) is in lifecycle.c.
+ *
+ * Kernel entries of hog_one_cpu() to another CPU (counted by
+ * tests/test_entries.c): the caller's futex wake of the sleeping hog,
+ * none when the hog answers within the caller's spin; the hog's futex
+ * wait (both are the job), then the checks' price: two getrusage() for
+ * the sleep check and one rt_sigpending() for signals raised in the
+ * callback.  The affinity is read only now and then (hog_here()).
  */
 #include "internal.h"
 

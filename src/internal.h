@@ -202,7 +202,7 @@ struct ctx {
 	struct hog **by_topo; /* nr_hogs entries, in topology order */
 	unsigned int fanout;  /* the wake tree's k (wake.c) */
 	uint64_t attr_fanout; /* cpuhog_attr.wake_fanout, 0: see wake.c */
-	struct hog **roots;   /* fanout entries: the caller's own wakes */
+	struct hog **roots;   /* fanout + 1 entries: the caller's own wakes */
 	struct hog **kid_store; /* nr_hogs * fanout: every hog's kids */
 	struct hog *hogs;    /* nr_hogs entries */
 	unsigned int flags;

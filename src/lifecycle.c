@@ -378,7 +378,7 @@ static int ctx_alloc(struct ctx *c, unsigned int n)
 	c->mflags = calloc(n ? n : 1, sizeof(*c->mflags));
 	c->by_topo = calloc(n ? n : 1, sizeof(*c->by_topo));
 	c->fanout = fanout_of(c->attr_fanout, n); /* at most n */
-	c->roots = calloc(c->fanout, sizeof(*c->roots));
+	c->roots = calloc(c->fanout + 1, sizeof(*c->roots)); /* + our own */
 	c->kid_store = calloc((size_t)(n ? n : 1) * c->fanout,
 			      sizeof(*c->kid_store));
 	c->mscratch = CPU_ALLOC(c->nr_cpu_ids);

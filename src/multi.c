@@ -9,6 +9,12 @@
  * hog stuck behind the other.  It also lets each hog keep one
  * preallocated work (its slot) for these calls, so none of them
  * allocates.
+ *
+ * Kernel entries of hog_cpus() on 2 CPUs (tests/test_entries.c): the
+ * caller's two wakes (the remote hog, then its own CPU's, which preempts
+ * it); each hog's futex wait and its callback's checks (three).  On N
+ * CPUs the caller wakes at most wake_fanout hogs and the hogs the rest
+ * (wake.c), and the caller sleeps once if the call outlasts its spin.
  */
 #include "internal.h"
 

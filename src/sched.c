@@ -3,6 +3,11 @@
  * The scheduler's users of the hogs: hog_synchronize(), the expedited
  * barrier (every CPU forced through the scheduler), and hog_migrate(),
  * the migration thread replaced by a single-CPU hog.
+ *
+ * Kernel entries of hog_synchronize() on 2 CPUs (tests/test_entries.c):
+ * the caller's wake of the other CPU's hog, and that hog's futex wait;
+ * in poll mode none, when every poller acknowledges.  On N CPUs the
+ * caller makes at most wake_fanout wakes (wake.c) and one sleep.
  */
 #include "internal.h"
 

@@ -92,6 +92,13 @@
  * time is queued and waited for (multi_lock).
  *
  * Nothing here allocates, creates threads or does I/O.
+ *
+ * Kernel entries of a stop on 2 CPUs (tests/test_entries.c): the
+ * caller's two wakes (it sleeps on the group word without a spin when
+ * its own hog preempts it); each hog's futex wait, and the sleep and
+ * signal checks around fn (three) where fn runs.  The hogs spin through
+ * the phases with no system call; a back-off in HOLD costs a yield (see
+ * back_off()), a look at a quiet hog a sched_getaffinity().
  */
 #include "internal.h"
 

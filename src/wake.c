@@ -10,11 +10,13 @@
  * before it runs anything, wakes its own at most k.  The caller makes at
  * most k wakes and every hog's wake comes ceil(log_k N) hops after the
  * call.  k is cpuhog_attr.wake_fanout (default 4; CPUHOG_WAKE_FANOUT in
- * the environment); k >= N is the flat wake of before.
+ * the environment); k >= N is the flat wake of before.  (The caller's own
+ * CPU's hog is one wake more: see below.)
  *
- * The shape: the hogs stand in topology order (topology.c), with the
- * caller's own CPU's last, so that waking it, which preempts the caller,
- * comes after the caller's other wakes.  A node whose subtree is the
+ * The shape: the hogs stand in topology order (topology.c).  The caller's
+ * own CPU's hog stays out of the tree: the caller wakes it itself, after
+ * its other wakes, since it preempts the caller (woken by another hog it
+ * could preempt the caller before the caller's last wake).  A node whose subtree is the
  * list's range [lo, hi) cuts it into at most k equal contiguous parts;
  * each part's first hog is a child, whose subtree is the rest of its
  * part.  Parts near the leaves are small and contiguous, so most hops
@@ -95,7 +97,7 @@ unsigned int wake_plan(struct ctx *c, struct hog **o, uint32_t *flags,
 		       unsigned int n)
 {
 	int me = sched_getcpu();
-	unsigned int i;
+	unsigned int i, roots;
 
 	for (i = 0; i + 1 < n; i++)
 		if ((int)o[i]->cpu == me) {
@@ -109,7 +111,17 @@ unsigned int wake_plan(struct ctx *c, struct hog **o, uint32_t *flags,
 			o[n - 1] = h;
 			flags[n - 1] = f;
 		}
-	return plan(o, 0, n, c->fanout, c->roots);
+	if (n == 0 || (int)o[n - 1]->cpu != me)
+		return plan(o, 0, n, c->fanout, c->roots);
+	/* our own CPU's hog: outside the tree, woken by us, after the
+	 * roots; woken by a hog, it could preempt us before our last root
+	 * wake and, in a callback that waits for the other CPUs, hold
+	 * their subtrees asleep (16 s at 64 vCPUs, until RT throttling let
+	 * us run) */
+	roots = plan(o, 0, n - 1, c->fanout, c->roots);
+	o[n - 1]->nkids = 0;
+	c->roots[roots] = o[n - 1];
+	return roots + 1;
 }
 
 /* A hog took its slot: wake its children first (see the note on top). */

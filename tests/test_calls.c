@@ -249,49 +249,6 @@ static void cpus_runs_everywhere(void **state)
 				 CPU_ISSET(i, &set) ? 1 : 0);
 }
 
-/*
- * The wake tree (src/wake.c) at every fan-out, flat included: a lost
- * wake is a call that never returns (the test's timeout), a wrong tree a
- * CPU run twice or not at all.  At 2 CPUs every fan-out is flat; in a
- * guest (make check-smp) the fan-outs of 2 and 3 make trees of several
- * levels.  The stop's and the barrier's wakes take the same path.
- */
-static void wake_tree_every_fanout(void **state)
-{
-	const uint64_t fanouts[] = { 2, 3, 4, 7, CPUHOG_WAKE_FLAT };
-	struct cpuhog_attr a;
-	cpu_set_t set;
-	size_t f;
-	long bad = 0;
-	int i, cpu;
-
-	(void)state;
-	for (f = 0; f < sizeof(fanouts) / sizeof(fanouts[0]); f++) {
-		cpuhog_shutdown();
-		cpuhog_attr_init(&a);
-		a.wake_fanout = fanouts[f];
-		a.stop_timeout_ns = 1000 * MS * t_load();
-		assert_int_equal(cpuhog_init(&a), 0);
-		t_hog_cpus(&set);
-		for (i = 0; i < 50; i++) {
-			memset(ran_on, 0, sizeof(ran_on));
-			assert_int_equal(hog_cpus(sizeof(set), &set,
-						  count_here, NULL), 0);
-			for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
-				bad += atomic_load(&ran_on[cpu]) !=
-				       (CPU_ISSET(cpu, &set) ? 1 : 0);
-			assert_int_equal(hog_synchronize(), 0);
-		}
-		for (i = 0; i < 5; i++)
-			assert_int_equal(t_stop_judged(0, NULL, &bad), 0);
-		assert_int_equal(bad, 0);
-	}
-	cpuhog_shutdown();
-	cpuhog_attr_init(&a);
-	a.wake_fanout = 1; /* a chain: refused */
-	assert_int_equal(cpuhog_init(&a), -EINVAL);
-}
-
 /* A set far larger than CPU_SETSIZE: CPUs without a hog are skipped. */
 static void cpus_large_set(void **state)
 {
@@ -408,6 +365,55 @@ static void cpus_queued_before_waiting(void **state)
 	atomic_store(&arrived, 0);
 	assert_int_equal(hog_cpus(sizeof(set), &set, all_arrive, &n), 0);
 	assert_int_equal(atomic_load(&arrived), n);
+}
+
+/*
+ * The wake tree (src/wake.c) at every fan-out, flat included: a lost
+ * wake is a call that never returns (the test's timeout), a wrong tree a
+ * CPU run twice or not at all.  At 2 CPUs every fan-out is flat; in a
+ * guest (make check-smp) the fan-outs of 2 and 3 make trees of several
+ * levels.  The stop's and the barrier's wakes take the same path.
+ */
+static void wake_tree_every_fanout(void **state)
+{
+	const uint64_t fanouts[] = { 2, 3, 4, 7, CPUHOG_WAKE_FLAT };
+	struct cpuhog_attr a;
+	cpu_set_t set;
+	size_t f;
+	long bad = 0;
+	int i, cpu, n;
+
+	(void)state;
+	for (f = 0; f < sizeof(fanouts) / sizeof(fanouts[0]); f++) {
+		cpuhog_shutdown();
+		cpuhog_attr_init(&a);
+		a.wake_fanout = fanouts[f];
+		a.stop_timeout_ns = 1000 * MS * t_load();
+		assert_int_equal(cpuhog_init(&a), 0);
+		n = t_hog_cpus(&set);
+		for (i = 0; i < 50; i++) {
+			memset(ran_on, 0, sizeof(ran_on));
+			assert_int_equal(hog_cpus(sizeof(set), &set,
+						  count_here, NULL), 0);
+			for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+				bad += atomic_load(&ran_on[cpu]) !=
+				       (CPU_ISSET(cpu, &set) ? 1 : 0);
+			assert_int_equal(hog_synchronize(), 0);
+		}
+		/* callbacks that wait for each other: every hog must be
+		 * woken though our own CPU's is spinning (woken by a hog,
+		 * it once kept the caller from its last wakes for 16 s) */
+		atomic_store(&arrived, 0);
+		assert_int_equal(hog_cpus(sizeof(set), &set, all_arrive, &n),
+				 0);
+		for (i = 0; i < 5; i++)
+			assert_int_equal(t_stop_judged(0, NULL, &bad), 0);
+		assert_int_equal(bad, 0);
+	}
+	cpuhog_shutdown();
+	cpuhog_attr_init(&a);
+	a.wake_fanout = 1; /* a chain: refused */
+	assert_int_equal(cpuhog_init(&a), -EINVAL);
 }
 
 static int call_cpus(void *arg)

@@ -285,9 +285,10 @@ static long min_l(long a, long b)
 
 /*
  * The bounds on @n hogs.  The caller wakes at most FANOUT hogs (the wake
- * tree, src/wake.c), where on 2 CPUs it wakes both (hog_synchronize one:
- * its own CPU needs none), and each hog costs what it costs on 2, plus
- * the wakes of its children: the n - FANOUT wakes the caller did not make.
+ * tree, src/wake.c) and its own CPU's, where on 2 CPUs it wakes both
+ * (hog_synchronize one: its own CPU needs none), and each hog costs what
+ * it costs on 2, plus the wakes of its children: the ones the caller did
+ * not make.
  * A flat wake would cost the caller n: at 64 vCPUs this bound fails.
  */
 static void bounds(const struct kind *kd, bool poll, int n, long *cmax,
@@ -295,6 +296,7 @@ static void bounds(const struct kind *kd, bool poll, int n, long *cmax,
 {
 	int woken = kd->op == op_sync ? n - 1 : n; /* hogs the call wakes */
 	int on2 = kd->op == op_sync ? 1 : 2;	     /* of which on 2 CPUs */
+	int own = kd->op == op_sync ? 0 : 1; /* our CPU's: woken by us */
 
 	*cmax = kd->caller[poll];
 	*hmax = kd->hogs[poll];
@@ -303,9 +305,9 @@ static void bounds(const struct kind *kd, bool poll, int n, long *cmax,
 	/* and, past 2 CPUs, the call outlasts the caller's spin: it sleeps,
 	 * and the last hog wakes it (at 64 vCPUs: caller 5, hogs 317) */
 	if (!poll)
-		*cmax += min_l(FANOUT, woken) - on2 + 1;
-	*hmax = kd->hogs[poll] * woken / on2 + (woken - min_l(FANOUT, woken)) +
-		1;
+		*cmax += min_l(FANOUT, woken - own) + own - on2 + 1;
+	*hmax = kd->hogs[poll] * woken / on2 +
+		(woken - own - min_l(FANOUT, woken - own)) + 1;
 }
 
 static void count_calls(bool poll)
