@@ -111,10 +111,13 @@ static void run_batch(struct op *op, double budget_ms, bool record)
 	const char *why = op->setup ? op->setup(op) : NULL;
 	unsigned int k = 0;
 
+	uint64_t e0;
+
 	if (why) {
 		op->skip = why;
 		return;
 	}
+	e0 = bench_entries();
 	do {
 		double ns = injected_failure(op, k) ? -ETIMEDOUT : op->run(op);
 
@@ -132,6 +135,11 @@ static void run_batch(struct op *op, double budget_ms, bool record)
 		k++;
 		bench_gap();
 	} while (tool_now_ns() < end || k < 5);
+	if (record && !op->error && !bench_entries_why) {
+		/* less the second read's own entry */
+		op->entries += bench_entries() - e0 - 1;
+		op->calls += k;
+	}
 	if (op->teardown)
 		op->teardown(op);
 }
@@ -550,8 +558,8 @@ static void print_table(struct op *ops, size_t n, const struct machine *m,
 	       "rcu_expedited %s\n\n",
 	       m->kernel, m->idle, m->policy, m->rt_runtime, m->rt_period,
 	       m->rcu_expedited < 0 ? "unknown" : m->rcu_expedited ? "1" : "0");
-	printf("%-40s %10s %10s %9s %9s\n", "operation", "median us", "p99 us",
-	       "x sleep", "x spin");
+	printf("%-40s %10s %10s %9s %9s %8s\n", "operation", "median us",
+	       "p99 us", "x sleep", "x spin", "entries");
 	for (i = 0; i < n; i++) {
 		struct op *op = &ops[i];
 
@@ -572,8 +580,16 @@ static void print_table(struct op *ops, size_t n, const struct machine *m,
 			printf(" %9.1f", pct(op, 0.5) / pct(spin, 0.5));
 		else
 			printf(" %9s", "-");
+		if (op->calls)
+			printf(" %8.1f", (double)op->entries / op->calls);
+		else
+			printf(" %8s", "-");
 		printf("\n");
 	}
+	printf("(entries: kernel entries per call, every thread of the process "
+	       "counted, pollers included; %s)\n",
+	       bench_entries_why ? bench_entries_why
+				 : "'-': measured in a helper process");
 	printf("\ntargets (ratios of medians, this run):\n");
 	for (i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
 		const struct target *t = &targets[i];
@@ -657,6 +673,9 @@ static void print_json(struct op *ops, size_t n, const struct machine *m,
 			printf("\"samples\": %zu, \"median_ns\": %.0f, "
 			       "\"p99_ns\": %.0f, \"min_ns\": %.0f",
 			       op->n, pct(op, 0.5), pct(op, 0.99), op->ns[0]);
+		if (op->n && op->calls)
+			printf(", \"entries_per_call\": %.2f",
+			       (double)op->entries / op->calls);
 		printf("}%s\n", i + 1 < n ? "," : "");
 	}
 	printf(" ],\n \"targets\": [\n");
@@ -797,6 +816,8 @@ int cmd_bench(int argc, char **argv)
 			argv[optind]);
 		return EXIT_USAGE;
 	}
+	if (!child)
+		bench_entries_open(); /* before place() makes the hogs */
 	if (place() < 0) {
 		fprintf(stderr, "cpuhog bench: cannot start the hogs\n");
 		return EXIT_RUNTIME;

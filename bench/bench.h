@@ -44,6 +44,8 @@ struct op {
 	char why[96];
 	double *ns;
 	size_t n, cap;
+	/* kernel entries of the whole process over @calls calls (entries.c) */
+	uint64_t entries, calls;
 };
 
 struct bench_opts {
@@ -58,6 +60,9 @@ extern struct placement bench_place;
  * other side idle, as a library that sleeps when idle usually does. */
 extern uint64_t bench_gap_ns;
 void bench_gap(void);
+void bench_entries_open(void);
+uint64_t bench_entries(void);
+extern const char *bench_entries_why; /* NULL: counted */
 void bench_pin(unsigned int cpu);
 unsigned int bench_nth_cpu(unsigned int n);
 int bench_add_sample(struct op *op, double ns);

@@ -33,6 +33,10 @@ echo "$out" | grep -q "^hog_one_cpu, other CPU  *failed: a call failed: Connecti
 	{ echo "no failed row with its cause in: $out"; exit 1; }
 echo "$out" | grep -q "hog_one_cpu within 1.3x of the sleeping limit  *not measured (hog_one_cpu, other CPU failed)" ||
 	{ echo "a target fed by a failed row: $out"; exit 1; }
+# the kernel entries column, counted or with the reason it is not
+echo "$out" | grep -q "^operation .* entries$" &&
+	echo "$out" | grep -q "^(entries: kernel entries per call" ||
+	{ echo "no entries column: $out"; exit 1; }
 # Without real-time priority the stop rows are skipped, with the reason.
 if [ -x "$(dirname "$0")/nort.sh" ]; then
 	out=$(sh "$(dirname "$0")/nort.sh" "$1" bench --quick --rounds 1 2>&1) ||
