@@ -202,7 +202,6 @@ struct ctx {
 	struct hog **by_topo; /* nr_hogs entries, in topology order */
 	unsigned int fanout;  /* the wake tree's k (wake.c) */
 	uint64_t attr_fanout; /* cpuhog_attr.wake_fanout, 0: see wake.c */
-	struct hog **roots;   /* fanout + 1 entries: the caller's own wakes */
 	struct hog **kid_store; /* nr_hogs * fanout: every hog's kids */
 	struct hog *hogs;    /* nr_hogs entries */
 	unsigned int flags;
@@ -261,7 +260,7 @@ HIDDEN uint64_t topo_key(unsigned int cpu, size_t setsize, cpu_set_t *scratch,
 			 unsigned int nr_cpu_ids);
 HIDDEN void topo_sort(struct ctx *c);
 HIDDEN unsigned int fanout_of(uint64_t want, unsigned int nr_hogs);
-HIDDEN unsigned int wake_plan(struct ctx *c, struct hog **o, uint32_t *flags,
+HIDDEN struct hog *wake_plan(struct ctx *c, struct hog **o, uint32_t *flags,
 			      unsigned int n);
 HIDDEN void wake_kids(struct hog *h);
 HIDDEN struct ctx *ctx_get(int *err);

@@ -154,7 +154,6 @@ static void ctx_free(struct ctx *c)
 	free(c->msel);
 	free(c->mflags);
 	free(c->by_topo);
-	free(c->roots);
 	free(c->kid_store);
 	CPU_FREE(c->mscratch);
 	CPU_FREE(c->mscratch2);
@@ -378,15 +377,13 @@ static int ctx_alloc(struct ctx *c, unsigned int n)
 	c->mflags = calloc(n ? n : 1, sizeof(*c->mflags));
 	c->by_topo = calloc(n ? n : 1, sizeof(*c->by_topo));
 	c->fanout = fanout_of(c->attr_fanout, n); /* at most n */
-	c->roots = calloc(c->fanout + 1, sizeof(*c->roots)); /* + our own */
 	c->kid_store = calloc((size_t)(n ? n : 1) * c->fanout,
 			      sizeof(*c->kid_store));
 	c->mscratch = CPU_ALLOC(c->nr_cpu_ids);
 	c->mscratch2 = CPU_ALLOC(c->nr_cpu_ids);
 	c->stop = stop_state_alloc(c);
 	if (!c->by_cpu || !c->hogs || !c->msel || !c->mflags || !c->mscratch ||
-	    !c->mscratch2 || !c->stop || !c->by_topo || !c->roots ||
-	    !c->kid_store)
+	    !c->mscratch2 || !c->stop || !c->by_topo || !c->kid_store)
 		return -ENOMEM;
 	memset(c->hogs, 0, sizeof(struct hog) * (n ? n : 1));
 	return 0;

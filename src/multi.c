@@ -176,21 +176,23 @@ static void slot_push(struct ctx *c, struct hog *h, uint32_t gen,
 /*
  * Queue fn(arg) on the @n selected hogs, under generation @gen, with
  * @flags and each hog's own c->mflags[i]; then wake them down the tree
- * (wake.c): every work pushed first, then at most fanout wakes here.
+ * (wake.c): every work pushed first, children before their parents, then
+ * the root's one wake here.
  */
 void multi_push(struct ctx *c, unsigned int n, uint32_t gen, cpuhog_fn_t fn,
 		void *arg, uint32_t flags)
 {
-	unsigned int i, roots = wake_plan(c, c->msel, c->mflags, n);
+	struct hog *root = wake_plan(c, c->msel, c->mflags, n);
+	unsigned int i;
 
 	/* relaxed: the pushes below release it to the hogs; stale hogs
 	 * only compare it in a CAS */
 	atomic_store_explicit(&c->group.word, (uint64_t)gen << 32 | n,
 			      memory_order_relaxed);
-	for (i = 0; i < n; i++)
+	for (i = n; i-- > 0;) /* reverse plan order: see wake.c */
 		slot_push(c, c->msel[i], gen, fn, arg, flags | c->mflags[i]);
-	for (i = 0; i < roots; i++)
-		wake_hog(c->roots[i]);
+	if (root)
+		wake_hog(root);
 }
 
 static uint32_t pending(struct ctx *c)

@@ -6,33 +6,49 @@
  * a row on its own CPU, and the last hog starts N wakes after the first
  * (Go's runtime saw that wavefront grow to 800 us at 384 cores).  Here
  * the caller pushes every hog's work (a CAS each, no system call), then
- * wakes at most k of them; each hog, as soon as it takes its work and
- * before it runs anything, wakes its own at most k.  The caller makes at
- * most k wakes and every hog's wake comes ceil(log_k N) hops after the
- * call.  k is cpuhog_attr.wake_fanout (default 4; CPUHOG_WAKE_FANOUT in
- * the environment); k >= N is the flat wake of before.  (The caller's own
- * CPU's hog is one wake more: see below.)
+ * wakes one, the root; each hog, as soon as it takes its work and before
+ * it runs anything, wakes its own at most k children.  The caller makes
+ * one wake and every hog's wake comes 1 + ceil(log_k (N - 1)) hops after
+ * the call.  k is cpuhog_attr.wake_fanout (default 4; CPUHOG_WAKE_FANOUT
+ * in the environment); k >= N is a flat wake made by the root.
  *
- * The shape: the hogs stand in topology order (topology.c).  The caller's
- * own CPU's hog stays out of the tree: the caller wakes it itself, after
- * its other wakes, since it preempts the caller (woken by another hog it
- * could preempt the caller before the caller's last wake).  A node whose subtree is the
- * list's range [lo, hi) cuts it into at most k equal contiguous parts;
- * each part's first hog is a child, whose subtree is the rest of its
- * part.  Parts near the leaves are small and contiguous, so most hops
- * stay inside one cache domain.
+ * Why one wake: the caller runs below the hogs, unpinned, and any wake it
+ * still owes after the first can wait for ever.  Its own CPU's hog
+ * preempts it as soon as it is woken, by anyone; and a caller that the
+ * kernel moves to another CPU lands behind that CPU's hog.  Where that
+ * hog's callback waits for the other CPUs (a rendezvous), the wakes the
+ * caller still owed never came: 16 s at 64 vCPUs with the caller's own
+ * hog woken by a hog, 64 s with the flat wake (RT runtime borrowed from
+ * other CPUs, no throttling to let the caller run).  The kernel's
+ * queue_stop_cpus_work() disables preemption around its queueing for the
+ * same reason; user space cannot, so after its pushes the caller makes
+ * the one wake that hands the rest to the hogs, which nothing of ours
+ * preempts.  The root is the caller's own CPU's hog where the call has
+ * one: it would preempt the caller anyway, and so it does at once, with
+ * no remote wake in between.
+ *
+ * The shape: the hogs stand in topology order (topology.c), the root
+ * first.  A node whose subtree is the list's range [lo, hi) cuts it into
+ * at most k equal contiguous parts; each part's first hog is a child,
+ * whose subtree is the rest of its part.  Parts near the leaves are small
+ * and contiguous, so most hops stay inside one cache domain.
  *
  * Why no wake is lost: the caller writes each selected hog's children
  * (struct hog.kids) under the multi-CPU lock while that hog's slot is
  * free (multi_reserve() waited for it), before the push that publishes
  * them; the hog reads them after it took the slot from its queue, and
  * before it finishes the work, after which the slot may be reserved and
- * the children rewritten.  A child's work was pushed before its parent's
- * (all pushes precede the first wake), so the parent's wake_hog() reads
- * the child's sleeping flag after the child's push, both seq_cst: the
- * child sees its work, or the parent sees it asleep (the Dekker pattern
- * of hog.c, with the push made by the caller and the look by the
- * parent).  A hog refuses its work (off its CPU) only after it has woken
+ * the children rewritten.  Every child's work is pushed before its
+ * parent's: multi_push() pushes in reverse plan order, and a child
+ * stands after its parent.  So the parent's wake_hog() reads the child's
+ * sleeping flag after the child's push, both seq_cst: the child sees its
+ * work, or the parent sees it asleep (the Dekker pattern of hog.c, with
+ * the push made by the caller and the look by the parent).  Pushed in
+ * plan order, a parent that was awake took its slot before its
+ * children's pushes, woke a child that found nothing and slept again,
+ * and the call waited for ever: seen at 64 vCPUs, every hog asleep and
+ * the caller waiting.  (A parent woken by the caller's one wake, after
+ * every push, could not do that; an awake one can.)  A hog refuses its work (off its CPU) only after it has woken
  * its children, so a refusal never strands a subtree.  A spurious wake
  * (a stale slot of an abandoned stop, read with its old children) finds
  * an empty queue and costs one futex wake.
@@ -89,39 +105,34 @@ static unsigned int plan(struct hog **o, unsigned int lo, unsigned int hi,
 
 /*
  * Plan the wake of the @n hogs in @o (c->msel, topology order; under the
- * multi-CPU lock, every slot free): the caller's own CPU's hog moved to
- * the end, each hog's children set.  The caller's own children go to
- * c->roots; returns how many.
+ * multi-CPU lock, every slot free): the root first (the caller's own
+ * CPU's hog where it is one of them, moved to the front with its flag),
+ * each hog's children set, every child after its parent in @o.  Returns
+ * the root, the one hog the caller wakes; NULL for none.
  */
-unsigned int wake_plan(struct ctx *c, struct hog **o, uint32_t *flags,
-		       unsigned int n)
+struct hog *wake_plan(struct ctx *c, struct hog **o, uint32_t *flags,
+		      unsigned int n)
 {
 	int me = sched_getcpu();
-	unsigned int i, roots;
+	unsigned int i;
 
-	for (i = 0; i + 1 < n; i++)
+	for (i = 1; i < n; i++)
 		if ((int)o[i]->cpu == me) {
 			struct hog *h = o[i];
 			uint32_t f = flags[i];
 
-			for (; i + 1 < n; i++) {
-				o[i] = o[i + 1];
-				flags[i] = flags[i + 1];
+			for (; i > 0; i--) {
+				o[i] = o[i - 1];
+				flags[i] = flags[i - 1];
 			}
-			o[n - 1] = h;
-			flags[n - 1] = f;
+			o[0] = h;
+			flags[0] = f;
+			break;
 		}
-	if (n == 0 || (int)o[n - 1]->cpu != me)
-		return plan(o, 0, n, c->fanout, c->roots);
-	/* our own CPU's hog: outside the tree, woken by us, after the
-	 * roots; woken by a hog, it could preempt us before our last root
-	 * wake and, in a callback that waits for the other CPUs, hold
-	 * their subtrees asleep (16 s at 64 vCPUs, until RT throttling let
-	 * us run) */
-	roots = plan(o, 0, n - 1, c->fanout, c->roots);
-	o[n - 1]->nkids = 0;
-	c->roots[roots] = o[n - 1];
-	return roots + 1;
+	if (n == 0)
+		return NULL;
+	o[0]->nkids = plan(o, 1, n, c->fanout, o[0]->kids);
+	return o[0];
 }
 
 /* A hog took its slot: wake its children first (see the note on top). */

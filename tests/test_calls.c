@@ -418,6 +418,63 @@ static void wake_tree_every_fanout(void **state)
 	assert_int_equal(cpuhog_init(&a), -EINVAL);
 }
 
+/*
+ * Parents that are awake when their slot is pushed: a hog busy with other
+ * works takes its multi-CPU slot the moment it is pushed and wakes its
+ * children at once.  A child whose work was not yet pushed then finds
+ * its queue empty and sleeps again, and nobody wakes it: a lost wake-up,
+ * and a call that never returns (seen at 64 vCPUs: every hog asleep, the
+ * caller waiting).  Needs 3 hogs for a tree with a parent and a child;
+ * fan-out 2 makes as many parents as there can be.
+ */
+static _Atomic int busy_stop;
+static void *keep_hogs_busy(void *arg)
+{
+	unsigned int seed = (unsigned int)(uintptr_t)arg;
+	cpu_set_t set;
+	int n = t_hog_cpus(&set);
+
+	while (!atomic_load(&busy_stop))
+		if (hog_one_cpu(t_nth_cpu((int)(rand_r(&seed) % (unsigned)n)),
+				where, NULL) < 0)
+			return (void *)1;
+	return NULL;
+}
+
+static void wake_tree_busy_parents(void **state)
+{
+	struct cpuhog_attr a;
+	pthread_t busy[3];
+	cpu_set_t set;
+	uint64_t end;
+	long calls = 0;
+	void *bad;
+	int i;
+
+	(void)state;
+	cpuhog_shutdown();
+	cpuhog_attr_init(&a);
+	a.wake_fanout = 2;
+	assert_int_equal(cpuhog_init(&a), 0);
+	if (t_hog_cpus(&set) < 3)
+		t_skip("needs 3 CPUs: on 2 the wake tree has no parent and "
+		       "child (make check-smp runs it)");
+	atomic_store(&busy_stop, 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(pthread_create(&busy[i], NULL, keep_hogs_busy,
+						(void *)(uintptr_t)(i + 1)),
+				 0);
+	for (end = t_now() + 1000 * MS * t_slow(); t_now() < end; calls++)
+		assert_int_equal(hog_cpus(sizeof(set), &set, count_here, NULL),
+				 0);
+	atomic_store(&busy_stop, 1);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(pthread_join(busy[i], &bad), 0);
+		assert_null(bad);
+	}
+	print_message("%ld calls of every CPU beside 3 busy threads\n", calls);
+}
+
 static int call_cpus(void *arg)
 {
 	cpu_set_t *set = arg;
@@ -609,6 +666,7 @@ T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(cpus_runs_everywhere),
 	cmocka_unit_test(cpus_large_set),
 	cmocka_unit_test(wake_tree_every_fanout),
+	cmocka_unit_test(wake_tree_busy_parents),
 	cmocka_unit_test(cpus_results),
 	cmocka_unit_test(cpus_ran_reports_where),
 	cmocka_unit_test(cpus_queued_before_waiting),

@@ -265,49 +265,40 @@ struct kind {
  * affinity is read once in 64 batches, and when it finds itself off its
  * CPU: not in a window's median.  Poll mode takes the caller's wake of a
  * remote hog (its poller wakes it), and hog_synchronize() asks nothing of
- * the kernel where every poller acknowledges.
+ * the kernel where every poller acknowledges.  A multi-CPU call's caller
+ * makes one wake, of its own CPU's hog, which wakes the other (wake.c).
  */
 static const struct kind kinds[] = {
 	{ "hog_one_cpu, other CPU", op_one_cpu, false, false, { 1, 0 }, { 4, 4 } },
-	{ "hog_cpus, 2 CPUs", op_cpus, false, false, { 2, 1 }, { 8, 8 } },
-	{ "hog_cpus, all CPUs", op_cpus_all, true, false, { 2, 1 }, { 8, 8 } },
-	{ "stop_two_cpus", op_stop_two, false, true, { 2, 1 }, { 5, 5 } },
-	{ "stop_machine", op_stop, true, true, { 2, 1 }, { 5, 5 } },
+	{ "hog_cpus, 2 CPUs", op_cpus, false, false, { 1, 1 }, { 9, 8 } },
+	{ "hog_cpus, all CPUs", op_cpus_all, true, false, { 1, 1 }, { 9, 8 } },
+	{ "stop_two_cpus", op_stop_two, false, true, { 1, 1 }, { 6, 5 } },
+	{ "stop_machine", op_stop, true, true, { 1, 1 }, { 6, 5 } },
 	{ "hog_synchronize", op_sync, true, false, { 1, 1 }, { 1, 0 } },
 };
 
 #define FANOUT 4 /* the wake tree's, set in count_calls() */
 
-static long min_l(long a, long b)
-{
-	return a < b ? a : b;
-}
-
 /*
- * The bounds on @n hogs.  The caller wakes at most FANOUT hogs (the wake
- * tree, src/wake.c) and its own CPU's, where on 2 CPUs it wakes both
- * (hog_synchronize one: its own CPU needs none), and each hog costs what
- * it costs on 2, plus the wakes of its children: the ones the caller did
- * not make.
- * A flat wake would cost the caller n: at 64 vCPUs this bound fails.
+ * The bounds on @n hogs.  The caller wakes one hog, the root of the wake
+ * tree (src/wake.c), and every other wake is a hog's; each hog costs what
+ * it costs on 2, plus the wakes of its children (n - 1 in all, less the
+ * one counted on 2 CPUs).  Past 2 CPUs the call outlasts the caller's
+ * spin: it sleeps, and the last hog wakes it (one more each).
  */
 static void bounds(const struct kind *kd, bool poll, int n, long *cmax,
 		   long *hmax)
 {
 	int woken = kd->op == op_sync ? n - 1 : n; /* hogs the call wakes */
 	int on2 = kd->op == op_sync ? 1 : 2;	     /* of which on 2 CPUs */
-	int own = kd->op == op_sync ? 0 : 1; /* our CPU's: woken by us */
 
 	*cmax = kd->caller[poll];
 	*hmax = kd->hogs[poll];
 	if (!kd->all_cpus || n == 2)
 		return;
-	/* and, past 2 CPUs, the call outlasts the caller's spin: it sleeps,
-	 * and the last hog wakes it (at 64 vCPUs: caller 5, hogs 317) */
 	if (!poll)
-		*cmax += min_l(FANOUT, woken - own) + own - on2 + 1;
-	*hmax = kd->hogs[poll] * woken / on2 +
-		(woken - own - min_l(FANOUT, woken - own)) + 1;
+		*cmax += 1;
+	*hmax = kd->hogs[poll] * woken / on2 + (woken - on2) + 1;
 }
 
 static void count_calls(bool poll)

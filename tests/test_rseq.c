@@ -20,69 +20,73 @@ static struct percpu_slot slots[CPU_SETSIZE];
 static _Atomic int stop_pushing;
 
 struct pusher {
-  pthread_t t;
-  unsigned int cpu;
-  bool rseq;
-  long id, n, sum, aborts, overflow_n, overflow_sum;
+	pthread_t t;
+	unsigned int cpu;
+	bool rseq;
+	long id, n, sum, aborts, overflow_n, overflow_sum;
 };
 
 /* The negative control: the same push, without a critical section. */
-static int plain_push(long item) {
-  struct percpu_slot *s = &slots[sched_getcpu()];
-  long n = s->n;
+static int plain_push(long item)
+{
+	struct percpu_slot *s = &slots[sched_getcpu()];
+	long n = s->n;
 
-  if (n >= PERCPU_CAP)
-    return PUSH_FULL;
-  s->item[n] = item;
-  for (volatile int i = 0; i < WINDOW; i++)
-    ;
-  s->n = n + 1;
-  return PUSH_DONE;
+	if (n >= PERCPU_CAP)
+		return PUSH_FULL;
+	s->item[n] = item;
+	for (volatile int i = 0; i < WINDOW; i++)
+		;
+	s->n = n + 1;
+	return PUSH_DONE;
 }
 
-static void *pusher(void *arg) {
-  struct pusher *p = arg;
-  cpu_set_t one;
+static void *pusher(void *arg)
+{
+	struct pusher *p = arg;
+	cpu_set_t one;
 
-  CPU_ZERO(&one);
-  CPU_SET(p->cpu, &one);
-  sched_setaffinity(0, sizeof(one), &one);
-  for (long i = 1; !atomic_load_explicit(&stop_pushing, memory_order_relaxed);
-       i++) {
-    long item = p->id * 1000000000L + i;
-    int r;
+	CPU_ZERO(&one);
+	CPU_SET(p->cpu, &one);
+	sched_setaffinity(0, sizeof(one), &one);
+	for (long i = 1;
+	     !atomic_load_explicit(&stop_pushing, memory_order_relaxed); i++) {
+		long item = p->id * 1000000000L + i;
+		int r;
 
-    do {
-      r = p->rseq ? percpu_push(slots, item, WINDOW) : plain_push(item);
-      p->aborts += r == PUSH_ABORTED;
-    } while (r == PUSH_ABORTED);
-    if (r == PUSH_FULL) { /* kept by the pusher: the slow path */
-      p->overflow_n++;
-      p->overflow_sum += item;
-    }
-    p->n++;
-    p->sum += item;
-  }
-  return NULL;
+		do {
+			r = p->rseq ? percpu_push(slots, item, WINDOW)
+				    : plain_push(item);
+			p->aborts += r == PUSH_ABORTED;
+		} while (r == PUSH_ABORTED);
+		if (r == PUSH_FULL) { /* kept by the pusher: the slow path */
+			p->overflow_n++;
+			p->overflow_sum += item;
+		}
+		p->n++;
+		p->sum += item;
+	}
+	return NULL;
 }
 
 struct drained {
-  unsigned int cpu;
-  long n, sum;
+	unsigned int cpu;
+	long n, sum;
 };
 
-static int drain(void *arg) {
-  struct drained *d = arg;
-  struct percpu_slot *s = &slots[d->cpu];
+static int drain(void *arg)
+{
+	struct drained *d = arg;
+	struct percpu_slot *s = &slots[d->cpu];
 
-  if (sched_getcpu() != (int)d->cpu)
-    return -1;
-  for (long i = 0; i < s->n; i++) {
-    d->n++;
-    d->sum += s->item[i];
-  }
-  s->n = 0;
-  return 0;
+	if (sched_getcpu() != (int)d->cpu)
+		return -1;
+	for (long i = 0; i < s->n; i++) {
+		d->n++;
+		d->sum += s->item[i];
+	}
+	s->n = 0;
+	return 0;
 }
 
 /*
@@ -92,85 +96,91 @@ static int drain(void *arg) {
  * sections the kernel restarted.
  */
 static long push_and_drain(unsigned int cpu, bool rseq, unsigned int ms,
-                           long *aborts, long *drains) {
-  struct pusher p[PUSHERS];
-  struct drained d = {cpu, 0, 0};
-  long n = 0, sum = 0;
-  uint64_t end;
+			   long *aborts, long *drains)
+{
+	struct pusher p[PUSHERS];
+	struct drained d = {cpu, 0, 0};
+	long n = 0, sum = 0;
+	uint64_t end;
 
-  memset(slots, 0, sizeof(slots));
-  atomic_store(&stop_pushing, 0);
-  for (int i = 0; i < PUSHERS; i++) {
-    p[i] = (struct pusher){.cpu = cpu, .rseq = rseq, .id = i + 1};
-    assert_int_equal(pthread_create(&p[i].t, NULL, pusher, &p[i]), 0);
-  }
-  *drains = 0;
-  for (end = t_now() + ms * MS; t_now() < end; ++*drains) {
-    uint64_t gap = t_now() + 30000; /* the pushers' turn: 30 us */
+	memset(slots, 0, sizeof(slots));
+	atomic_store(&stop_pushing, 0);
+	for (int i = 0; i < PUSHERS; i++) {
+		p[i] = (struct pusher){.cpu = cpu, .rseq = rseq, .id = i + 1};
+		assert_int_equal(pthread_create(&p[i].t, NULL, pusher, &p[i]),
+				 0);
+	}
+	*drains = 0;
+	for (end = t_now() + ms * MS; t_now() < end; ++*drains) {
+		uint64_t gap = t_now() + 30000; /* the pushers' turn: 30 us */
 
-    assert_int_equal(hog_one_cpu(cpu, drain, &d), 0);
-    while (t_now() < gap)
-      ;
-  }
-  atomic_store(&stop_pushing, 1);
-  *aborts = 0;
-  for (int i = 0; i < PUSHERS; i++) {
-    assert_int_equal(pthread_join(p[i].t, NULL), 0);
-    n += p[i].n - p[i].overflow_n;
-    sum += p[i].sum - p[i].overflow_sum;
-    *aborts += p[i].aborts;
-  }
-  assert_int_equal(hog_one_cpu(cpu, drain, &d), 0); /* the rest */
-  print_message("%s: %ld items pushed to CPU %u's cache, %ld drained "
-                "in %ld drains; %ld sections restarted\n",
-                rseq ? "rseq" : "plain", n, cpu, d.n, *drains, *aborts);
-  return labs(d.n - n) + (d.sum != sum);
+		assert_int_equal(hog_one_cpu(cpu, drain, &d), 0);
+		while (t_now() < gap)
+			;
+	}
+	atomic_store(&stop_pushing, 1);
+	*aborts = 0;
+	for (int i = 0; i < PUSHERS; i++) {
+		assert_int_equal(pthread_join(p[i].t, NULL), 0);
+		n += p[i].n - p[i].overflow_n;
+		sum += p[i].sum - p[i].overflow_sum;
+		*aborts += p[i].aborts;
+	}
+	assert_int_equal(hog_one_cpu(cpu, drain, &d), 0); /* the rest */
+	print_message("%s: %ld items pushed to CPU %u's cache, %ld drained "
+		      "in %ld drains; %ld sections restarted\n",
+		      rseq ? "rseq" : "plain", n, cpu, d.n, *drains, *aborts);
+	return labs(d.n - n) + (d.sum != sum);
 }
 
-static unsigned int other_cpu(void) {
-  unsigned int mine = t_nth_cpu(0), cpu = t_nth_cpu(1);
+static unsigned int other_cpu(void)
+{
+	unsigned int mine = t_nth_cpu(0), cpu = t_nth_cpu(1);
 
-  if (cpu == mine)
-    t_skip("needs a second CPU to drain from");
-  t_pin(mine);
-  return cpu;
+	if (cpu == mine)
+		t_skip("needs a second CPU to drain from");
+	t_pin(mine);
+	return cpu;
 }
 
-static void fence_drains_exactly_once(void **state) {
-  long aborts, drains;
-  unsigned int cpu;
+static void fence_drains_exactly_once(void **state)
+{
+	long aborts, drains;
+	unsigned int cpu;
 
-  (void)state;
-  if (!percpu_supported())
-    t_skip(t_qemu_user() ? "qemu-user does not implement rseq"
-                         : "needs x86-64 and glibc's rseq "
-                           "registration (glibc.pthread.rseq=1)");
-  cpu = other_cpu();
-  assert_int_equal(push_and_drain(cpu, true, 300 * t_slow(), &aborts, &drains),
-                   0);
-  if (aborts == 0)
-    t_skip("no drain preempted a push mid-section: the fence was "
-           "not exercised (the count above was still exact)");
+	(void)state;
+	if (!percpu_supported())
+		t_skip(t_qemu_user() ? "qemu-user does not implement rseq"
+				     : "needs x86-64 and glibc's rseq "
+				       "registration (glibc.pthread.rseq=1)");
+	cpu = other_cpu();
+	assert_int_equal(
+		push_and_drain(cpu, true, 300 * t_slow(), &aborts, &drains), 0);
+	if (aborts == 0)
+		t_skip("no drain preempted a push mid-section: the fence was "
+		       "not exercised (the count above was still exact)");
 }
 
-static void without_rseq_a_drain_cuts_pushes(void **state) {
-  long aborts, drains, wrong = 0;
-  unsigned int cpu;
+static void without_rseq_a_drain_cuts_pushes(void **state)
+{
+	long aborts, drains, wrong = 0;
+	unsigned int cpu;
 
-  (void)state;
-  if (T_TSAN)
-    t_skip("the plain push races on purpose");
-  cpu = other_cpu();
-  for (int i = 0; i < 5 && !wrong; i++)
-    wrong = push_and_drain(cpu, false, 200 * t_slow(), &aborts, &drains);
-  if (!wrong)
-    t_skip("no drain landed inside a plain push in 5 tries");
-  print_message("without rseq, %ld items were counted wrong: the "
-                "check catches a fence that does not hold\n",
-                wrong);
+	(void)state;
+	if (T_TSAN)
+		t_skip("the plain push races on purpose");
+	cpu = other_cpu();
+	for (int i = 0; i < 5 && !wrong; i++)
+		wrong = push_and_drain(cpu, false, 200 * t_slow(), &aborts,
+				       &drains);
+	if (!wrong)
+		t_skip("no drain landed inside a plain push in 5 tries");
+	print_message("without rseq, %ld items were counted wrong: the "
+		      "check catches a fence that does not hold\n",
+		      wrong);
 }
 
 T_MAIN(((const struct CMUnitTest[]){
-    cmocka_unit_test(fence_drains_exactly_once),
-    cmocka_unit_test(without_rseq_a_drain_cuts_pushes),
+	cmocka_unit_test(fence_drains_exactly_once),
+	cmocka_unit_test(without_rseq_a_drain_cuts_pushes),
 }))
