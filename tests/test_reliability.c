@@ -92,6 +92,22 @@ static void canary_start(void)
 	}
 }
 
+/*
+ * Under TSan the hogs' callbacks and spins call the sanitizer's runtime,
+ * which takes spin locks of its own (sanitizer_common's StaticSpinMutex:
+ * it spins, then yields for ever).  A FIFO 99 hog that spins on one whose
+ * holder is an ordinary thread pinned to the same CPU (the soakers are,
+ * by hog_migrate) waits for RT throttling to run the holder: 934 ms late
+ * in one CI run of the soak, where the callbacks' "slept" reports show
+ * them blocking inside the runtime.  No code of ours does that, so under
+ * TSan the bound is what RT throttling guarantees (its period, doubled):
+ * it still catches a canary that never ran.
+ */
+static unsigned int canary_bound_ms(void)
+{
+	return T_TSAN ? 2000 : CANARY_BOUND_MS;
+}
+
 static void canary_end(const char *what)
 {
 	uint64_t worst;
@@ -105,7 +121,7 @@ static void canary_end(const char *what)
 		      worst / 1e6);
 	/* in a guest whose vCPUs share host CPUs, a held vCPU is one the
 	 * host also runs late: the bound scales with the sharing */
-	assert_true(worst < CANARY_BOUND_MS * MS * t_load());
+	assert_true(worst < canary_bound_ms() * MS * t_load());
 }
 
 /* ---- the kernel's watchdogs ---- */
