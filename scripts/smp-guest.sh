@@ -25,6 +25,9 @@
 #   CPUHOG_SMP_ENV       extra VAR=VALUE words set for every test
 #   CPUHOG_SMP_SILENCE   stop a guest that printed nothing for this long
 #                        (s; default twice the test cap plus 2 min)
+#   CPUHOG_SMP_BOOT      a guest whose console stays empty this long did
+#                        not boot: it is stopped and started once more
+#                        (s; default 300; a 64-vCPU guest boots in 90)
 # A guest that does not finish has the end of its console and what the
 # host was running printed, so that a CI log says what happened.
 set -euo pipefail
@@ -38,6 +41,7 @@ TEST_TIMEOUT=${CPUHOG_SMP_TEST_TIMEOUT:-90}
 GUEST_TIMEOUT=${CPUHOG_SMP_TIMEOUT:-3000}
 MEM=${CPUHOG_SMP_MEM:-3G}
 SILENCE=${CPUHOG_SMP_SILENCE:-$((TEST_TIMEOUT * 2 + 120))}
+BOOT=${CPUHOG_SMP_BOOT:-300}
 # console lines shown as they come: the runner's, and the kernel's worst
 SHOW='^(smp|smp-[a-z]+):|Kernel panic|BUG: |Oops|soft lockup|hard LOCKUP|rcu: INFO'
 HOST_ONLY='^(symbols|man_lint|install|bench_quick|fuzz_parse|model_check)$'
@@ -298,6 +302,7 @@ run_guest() { # N KERNEL INITRD LOG
 	local n=$1 kernel=$2 initrd=$3 log=$4 machine=pc raw=$4.raw qpid wpid
 	[ "$n" -gt 8 ] && machine=q35
 	: >"$raw"
+	rm -f "$raw.noboot"
 	# the console into a file, not a pipe: the watchdog below sees it
 	# grow, and QEMU never blocks on a reader
 	timeout -k 10 "$GUEST_TIMEOUT" \
@@ -312,7 +317,7 @@ run_guest() { # N KERNEL INITRD LOG
 	# so does the silence that counts as wedged
 	local load=$(( (n + $(nproc) - 1) / $(nproc) )) quiet=$SILENCE
 	[ "$load" -gt 8 ] && quiet=$((SILENCE * load / 8))
-	watch_silence "$qpid" "$raw" "$quiet" &
+	watch_silence "$qpid" "$raw" "$quiet" "$BOOT" &
 	wpid=$!
 	tail -n +1 -F --pid="$qpid" "$raw" 2>/dev/null | sed -u 's/\r$//' |
 		tee "$log" | grep --line-buffered -E "$SHOW" || true
@@ -323,12 +328,22 @@ run_guest() { # N KERNEL INITRD LOG
 }
 
 # Stop guest @1 once its console @2 has not grown for @3 s: every test
-# has a cut of its own, so a silent guest is a wedged one.
+# has a cut of its own, so a silent guest is a wedged one.  A console
+# still empty after @4 s is a guest that did not boot (once, a 64-vCPU
+# guest printed nothing for 11 min, and the next one booted in 90 s): it
+# is stopped sooner, with @2.noboot left for the caller to start another.
 watch_silence() {
-	local size last=-1 quiet=0
+	local size last=-1 quiet=0 up=0
 	while kill -0 "$1" 2>/dev/null; do
 		sleep 5
+		up=$((up + 5))
 		size=$(stat -c %s "$2" 2>/dev/null || echo 0)
+		if [ "$size" = 0 ] && [ "$up" -ge "$4" ]; then
+			say "the guest printed nothing in ${up} s: it did not boot"
+			: >"$2.noboot"
+			kill "$1" 2>/dev/null
+			return 0
+		fi
 		if [ "$size" = "$last" ]; then
 			quiet=$((quiet + 5))
 		else
@@ -364,6 +379,10 @@ for n in "$@"; do
 	t0=$(date +%s)
 	say "guest with $n vCPUs (log: $log)"
 	run_guest "$n" "$KERNEL" "$INITRD" "$log"
+	if [ -e "$log.raw.noboot" ]; then
+		say "starting the $n-vCPU guest once more"
+		run_guest "$n" "$KERNEL" "$INITRD" "$log"
+	fi
 	secs=$(( $(date +%s) - t0 ))
 	sum=$(grep '^smp-summary:' "$log" || true)
 	if [ -z "$sum" ]; then
