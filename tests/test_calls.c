@@ -2,6 +2,7 @@
 /* Unit tests: the semantics of each hog_* call, one by one. */
 #include "harness.h"
 
+#include <dirent.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
@@ -343,19 +344,112 @@ static void cpus_ran_reports_where(void **state)
  * (bounded) for all of them to have started.  Queueing one CPU at a time
  * and waiting for each would make the first one time out.
  */
-static _Atomic int arrived;
+static _Atomic int arrived, arrive_reported;
+static _Atomic int arrived_on[CPU_SETSIZE];
+static const cpu_set_t *arrive_set;
+
+/* A /proc/PID/stat line's state, priority and last CPU (fields 3, 18
+ * and 39), in place. */
+static const char *stat_fields(char *line)
+{
+	static char out[64];
+	char *p = strrchr(line, ')'), *tok, *save;
+	const char *state = "?", *prio = "?", *last = "?";
+	int i;
+
+	for (i = 3, tok = p ? strtok_r(p + 1, " ", &save) : NULL; tok;
+	     i++, tok = strtok_r(NULL, " ", &save)) {
+		if (i == 3)
+			state = tok;
+		else if (i == 18)
+			prio = tok;
+		else if (i == 39)
+			last = tok;
+	}
+	snprintf(out, sizeof(out), "state %s prio %s last on CPU %s", state,
+		 prio, last);
+	return out;
+}
+
+/*
+ * An all_arrive callback that gave up: which CPUs' callbacks never
+ * started, and what each hog thread is doing (state, CPU, wait channel;
+ * from inside a callback, a failure's last words), so that a lost wake
+ * can be told from a vCPU the host did not run (one callback waited 64 s
+ * at 64 vCPUs, fan-out 4, cause not known).
+ */
+static void arrivals_report(const cpu_set_t *set)
+{
+	char path[300], line[512], wchan[64];
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int cpu;
+
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		if (CPU_ISSET(cpu, set) && !atomic_load(&arrived_on[cpu]))
+			print_message("all_arrive: CPU %d never arrived\n", cpu);
+	while (d && (e = readdir(d))) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat",
+			 e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(line, sizeof(line), f) ||
+		    sscanf(line, "%*d (cpuhog/%d)", &cpu) != 1 ||
+		    cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, set)) {
+			fclose(f);
+			continue;
+		}
+		fclose(f);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/wchan",
+			 e->d_name);
+		f = fopen(path, "r");
+		wchan[0] = 0;
+		if (f && !fgets(wchan, sizeof(wchan), f))
+			wchan[0] = 0;
+		if (f)
+			fclose(f);
+		print_message("all_arrive: hog of CPU %d arrived %d, wchan "
+			      "'%s', %s\n", cpu, atomic_load(&arrived_on[cpu]),
+			      wchan, stat_fields(line));
+	}
+	if (d)
+		closedir(d);
+}
+
 static int all_arrive(void *arg)
 {
-	int n = *(int *)arg;
+	int n = *(int *)arg, cpu = sched_getcpu();
 	/* a hang-catcher: at 64 vCPUs on 2 host CPUs one such call took
 	 * 11 s alone, flat or tree, and past 16 s after other tests */
 	uint64_t end = t_now() + 200 * MS * t_slow() * t_load();
 
+	if (cpu >= 0 && cpu < CPU_SETSIZE)
+		atomic_store(&arrived_on[cpu], 1);
 	atomic_fetch_add(&arrived, 1);
 	while (atomic_load(&arrived) < n)
-		if (t_now() > end)
+		if (t_now() > end) {
+			/* the first to give up says who is missing, now */
+			if (!atomic_exchange(&arrive_reported, 1))
+				arrivals_report(arrive_set);
 			return -ETIMEDOUT;
+		}
 	return 0;
+}
+
+/* hog_cpus of all_arrive on @set. */
+static int arrive_all(const cpu_set_t *set, int n)
+{
+	int cpu;
+
+	atomic_store(&arrived, 0);
+	atomic_store(&arrive_reported, 0);
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+		atomic_store(&arrived_on[cpu], 0);
+	arrive_set = set;
+	return hog_cpus(sizeof(*set), set, all_arrive, &n);
 }
 
 static void cpus_queued_before_waiting(void **state)
@@ -364,8 +458,7 @@ static void cpus_queued_before_waiting(void **state)
 	int n = t_hog_cpus(&set);
 
 	(void)state;
-	atomic_store(&arrived, 0);
-	assert_int_equal(hog_cpus(sizeof(set), &set, all_arrive, &n), 0);
+	assert_int_equal(arrive_all(&set, n), 0);
 	assert_int_equal(atomic_load(&arrived), n);
 }
 
@@ -405,9 +498,7 @@ static void wake_tree_every_fanout(void **state)
 		/* callbacks that wait for each other: every hog must be
 		 * woken though our own CPU's is spinning (woken by a hog,
 		 * it once kept the caller from its last wakes for 16 s) */
-		atomic_store(&arrived, 0);
-		assert_int_equal(hog_cpus(sizeof(set), &set, all_arrive, &n),
-				 0);
+		assert_int_equal(arrive_all(&set, n), 0);
 		for (i = 0; i < 5; i++)
 			assert_int_equal(t_stop_judged(0, NULL, &bad), 0);
 		assert_int_equal(bad, 0);

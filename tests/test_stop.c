@@ -380,9 +380,17 @@ static void stop_times_out_on_held_cpu(void **state)
 	assert_int_equal(hog_one_cpu(mine, count_here, NULL), 0);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	assert_int_equal(in.stop_timeouts, 2);
 	/* once the CPU is free, stops work again.  10 ms is short for an
 	 * emulated guest's vCPUs, which the host runs late: a few more
-	 * tries there, each of which must have run fn nowhere */
+	 * tries there, each of which must have run fn nowhere.  Past one
+	 * vCPU per host CPU it is shorter than the host leaves a vCPU
+	 * unrun (at 64 vCPUs on 2 host CPUs, 50 tries in a row timed
+	 * out): there the library restarts with its timeout scaled, and
+	 * the same context's recovery is what a live machine tests */
+	if (t_load() > 1)
+		assert_int_equal(t_init_scaled(false), 0);
 	memset(ran_on, 0, sizeof(ran_on));
 	for (tries = 0; tries < 50; tries++) {
 		r = stop_machine(count_here, NULL, 0, NULL);
@@ -393,7 +401,8 @@ static void stop_times_out_on_held_cpu(void **state)
 	assert_int_equal(r, 0);
 	assert_int_equal(sum_ran(), 1);
 	assert_int_equal(cpuhog_get_info(&in), 0);
-	assert_int_equal(in.stop_timeouts, 2 + (uint64_t)tries);
+	assert_int_equal(in.stop_timeouts,
+			 (t_load() > 1 ? 0 : 2) + (uint64_t)tries);
 	assert_int_equal(in.queued, in.run + in.refused);
 	munmap(h, sizeof(*h));
 	cpuhog_shutdown();
