@@ -340,7 +340,11 @@ static inline int t_in_child(void (*fn)(void *), void *arg)
 
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		alarm(30); /* a hung child must not outlive the test */
+		/* a hung child must not outlive the test; past 8 vCPUs per
+		 * host CPU a child's start (a hog and a poller per CPU)
+		 * and its stops take that much longer (fork_during_storm's
+		 * poll variant at 64 vCPUs: killed by a 30 s alarm) */
+		alarm(30 * t_many());
 		fn(arg);
 		_exit(0);
 	}
