@@ -347,6 +347,7 @@ static void cpus_ran_reports_where(void **state)
 static _Atomic int arrived, arrive_reported;
 static _Atomic int arrived_on[CPU_SETSIZE];
 static const cpu_set_t *arrive_set;
+static int arrive_n; /* how many CPUs the last rendezvous asked */
 
 /* A /proc/PID/stat line's state, priority and last CPU (fields 3, 18
  * and 39), in place. */
@@ -383,13 +384,14 @@ static void arrivals_report(const cpu_set_t *set)
 	char path[300], line[512], wchan[64];
 	DIR *d = opendir("/proc/self/task");
 	struct dirent *e;
-	int cpu;
+	int cpu, in = 0, run = 0, asleep = 0;
 
 	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
 		if (CPU_ISSET(cpu, set) && !atomic_load(&arrived_on[cpu]))
 			print_message("all_arrive: CPU %d never arrived\n", cpu);
 	while (d && (e = readdir(d))) {
 		FILE *f;
+		const char *st;
 
 		snprintf(path, sizeof(path), "/proc/self/task/%s/stat",
 			 e->d_name);
@@ -403,6 +405,14 @@ static void arrivals_report(const cpu_set_t *set)
 			continue;
 		}
 		fclose(f);
+		st = stat_fields(line);
+		if (atomic_load(&arrived_on[cpu])) {
+			/* the arrived: counted, not listed (63 lines at 64) */
+			in++;
+			run += !strncmp(st, "state R", 7);
+			asleep += !strncmp(st, "state S", 7);
+			continue;
+		}
 		snprintf(path, sizeof(path), "/proc/self/task/%s/wchan",
 			 e->d_name);
 		f = fopen(path, "r");
@@ -411,12 +421,14 @@ static void arrivals_report(const cpu_set_t *set)
 			wchan[0] = 0;
 		if (f)
 			fclose(f);
-		print_message("all_arrive: hog of CPU %d arrived %d, wchan "
-			      "'%s', %s\n", cpu, atomic_load(&arrived_on[cpu]),
-			      wchan, stat_fields(line));
+		print_message("all_arrive: the hog of CPU %d (tid %s): %s, "
+			      "wchan '%s'\n", cpu, e->d_name, st, wchan);
 	}
 	if (d)
 		closedir(d);
+	print_message("all_arrive: %d hogs arrived: %d running, %d asleep, "
+		      "%d else; %d of %d counted in\n", in, run, asleep,
+		      in - run - asleep, atomic_load(&arrived), CPU_COUNT(set));
 }
 
 static int all_arrive(void *arg)
@@ -439,17 +451,37 @@ static int all_arrive(void *arg)
 	return 0;
 }
 
-/* hog_cpus of all_arrive on @set. */
-static int arrive_all(const cpu_set_t *set, int n)
+/*
+ * hog_cpus of all_arrive on @all's first @n CPUs, or on 8 per host CPU
+ * where a guest has more: a rendezvous of every CPU at 64 vCPUs on 2
+ * host CPUs waited 64 s for three hogs whose wakes had been made (they
+ * arrived after everyone else had given up and slept, with nobody left
+ * to wake them), while the guest kernel reported the first of those very
+ * CPUs not running, one grace period behind (an RCU stall): 63 vCPUs
+ * spinning left the emulator running one vCPU that late, in two runs of
+ * two.  What the test asks, every work queued before any is waited for,
+ * needs only that the rendezvous spans the tree (4 levels at fan-out 2).
+ */
+static int arrive_all(const cpu_set_t *all, int n)
 {
-	int cpu;
+	static cpu_set_t set;
+	int cpu, k = 0;
 
+	if (t_load() > 8)
+		n = n * 8 / (int)t_load();
+	CPU_ZERO(&set);
+	for (cpu = 0; cpu < CPU_SETSIZE && k < n; cpu++)
+		if (CPU_ISSET(cpu, all)) {
+			CPU_SET(cpu, &set);
+			k++;
+		}
 	atomic_store(&arrived, 0);
 	atomic_store(&arrive_reported, 0);
 	for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
 		atomic_store(&arrived_on[cpu], 0);
-	arrive_set = set;
-	return hog_cpus(sizeof(*set), set, all_arrive, &n);
+	arrive_set = &set;
+	arrive_n = k;
+	return hog_cpus(sizeof(set), &set, all_arrive, &k);
 }
 
 static void cpus_queued_before_waiting(void **state)
@@ -459,7 +491,7 @@ static void cpus_queued_before_waiting(void **state)
 
 	(void)state;
 	assert_int_equal(arrive_all(&set, n), 0);
-	assert_int_equal(atomic_load(&arrived), n);
+	assert_int_equal(atomic_load(&arrived), arrive_n);
 }
 
 /*
