@@ -35,7 +35,18 @@ expect 2 "usage" info --bogus
 
 expect 0 "stall 1: CPUs 0 held" stall --cpus 0 --for 5ms
 expect 0 "stall 3:" stall --cpus 0 --for 2ms --every 20ms --count 3
-expect 0 "stop_machine" stall --cpus all --for 5ms
+# a stop of every CPU may time out where a guest has more than 8 vCPUs
+# per host CPU (the header allows it, and the tool says so with exit 1:
+# once in three runs at 64 vCPUs on 2 host CPUs, with the runner's 6.4 s
+# timeout); there it is tried up to three times, as the C tests retry
+tries=1
+[ "${CPUHOG_GUEST_LOAD:-1}" -gt 8 ] && tries=3
+while out=$($B stall --cpus all --for 5ms 2>&1); rc=$?; [ "$rc" = 1 ] &&
+	[ "$tries" -gt 1 ] && echo "$out" | grep -q "timed out"; do
+	tries=$((tries - 1))
+done
+[ "$rc" = 0 ] && echo "$out" | grep -q "stop_machine" && ok ||
+	bad "cpuhog stall --cpus all --for 5ms: exit $rc: $out"
 
 # bad input: status 2, a one-line error, no stall at all
 for args in "--cpus 99999 --for 5ms" "--cpus 3-1 --for 5ms" \
