@@ -8,7 +8,8 @@
 # util-linux tools the tests use, and the build tree's binaries with the
 # shared libraries they need, at the same paths as here.  The test list
 # is CTest's own (ctest --show-only=json-v1), less what needs the host
-# (install, man pages, the exported-symbols check, the bench, the fuzzer).
+# (install, man pages, the exported-symbols and layers checks, the bench,
+# the fuzzer).
 #
 # Each test runs in its own session with its CTest timeout (capped by
 # CPUHOG_SMP_TEST_TIMEOUT, default 90 s, and more past 8 vCPUs per host
@@ -44,7 +45,7 @@ SILENCE=${CPUHOG_SMP_SILENCE:-$((TEST_TIMEOUT * 2 + 120))}
 BOOT=${CPUHOG_SMP_BOOT:-300}
 # console lines shown as they come: the runner's, and the kernel's worst
 SHOW='^(smp|smp-[a-z]+):|Kernel panic|BUG: |Oops|soft lockup|hard LOCKUP|rcu: INFO'
-HOST_ONLY='^(symbols|man_lint|install|bench_quick|fuzz_parse|model_check)$'
+HOST_ONLY='^(symbols|layers|man_lint|install|bench_quick|fuzz_parse|model_check)$'
 
 say() { echo "smp: $*"; }
 die() { echo "smp: $*" >&2; exit 2; }

@@ -15,14 +15,16 @@
  * starved by, or starve, the hog it waits for.  (Poll mode's pollers do
  * spin, at SCHED_IDLE and only while their CPU is idle: poll.c.)
  *
- * The hogs' lifecycle (init, shutdown, fork) is in lifecycle.c.
+ * A work's completion is published here too (work_finish()): its state
+ * word, which its waiter sleeps on, and for a multi-CPU call the call's
+ * count (group_arrive()), which wakes the call's caller at zero.
  *
- * Kernel entries of hog_one_cpu() to another CPU (counted by
- * tests/test_entries.c): the caller's futex wake of the sleeping hog,
- * none when the hog answers within the caller's spin; the hog's futex
- * wait (both are the job), then the checks' price: two getrusage() for
- * the sleep check and one rt_sigpending() for signals raised in the
- * callback.  The affinity is read only now and then (hog_here()).
+ * A hog's kernel entries per work: its futex wait (the job), then the
+ * checks' price: two getrusage() for the sleep check and one
+ * rt_sigpending() for signals raised in the callback (report.c).  The
+ * affinity is read only now and then (hog_here()).  The calls are above
+ * this file (single.c, multi.c, stop_machine.c, sched.c); the hogs are
+ * made and stopped by lifecycle.c, and waking one is wake.c's.
  */
 #include "internal.h"
 
@@ -31,26 +33,7 @@
 #include <limits.h>
 #include <unistd.h>
 
-_Thread_local struct hog *cpuhog_self;
-_Thread_local volatile sig_atomic_t in_call;
-_Atomic uint64_t g_spin_ns;
-_Atomic uint32_t g_epoch;
-
 /* ---- the hog thread ---------------------------------------------------- */
-
-void wake_hog(struct hog *h)
-{
-	/*
-	 * seq_cst load after the producer's seq_cst push: with hog_sleep()'s
-	 * store-then-load this is Dekker's pattern, so either the hog sees
-	 * the work or we see it asleep.  The exchange lets one producer of
-	 * many pay for the system call.
-	 */
-	if (!atomic_load(&h->sleeping) || poll_offer(h))
-		return; /* awake, or its poller took the wake (poll.c) */
-	if (atomic_exchange(&h->sleeping, 0))
-		futex_wake(&h->sleeping, 1);
-}
 
 static void hog_sleep(struct hog *h)
 {
@@ -60,6 +43,22 @@ static void hog_sleep(struct hog *h)
 		futex_wait(&h->sleeping, 1, NO_DEADLINE);
 	/* relaxed: only a hint for producers; the queue itself is re-read */
 	atomic_store_explicit(&h->sleeping, 0, memory_order_relaxed);
+}
+
+/* Wake the caller of the current multi-CPU call, if it sleeps. */
+void group_kick(struct group *g)
+{
+	uint32_t s = atomic_load_explicit(&g->seq, memory_order_relaxed);
+
+	/* release: the event (count at zero, a stop abandoned) before the
+	 * caller's acquire of seq; clearing bit 0 takes the sleeper */
+	while (!atomic_compare_exchange_weak_explicit(&g->seq, &s,
+						      (s + 2) & ~1u,
+						      memory_order_release,
+						      memory_order_relaxed))
+		;
+	if (s & 1)
+		futex_wake(&g->seq, INT_MAX);
 }
 
 static void group_arrive(struct group *g, uint32_t gen)
@@ -310,126 +309,4 @@ int work_wait(struct work *w, bool may_spin, uint64_t spin_ns)
 int slot_wait_free(struct work *slot, uint64_t deadline)
 {
 	return state_sleep(&slot->state, deadline);
-}
-
-static bool may_spin(unsigned int cpu)
-{
-	/* Never spin for our own CPU: the hog could not run meanwhile if
-	 * we are at its priority, and would preempt us anyway otherwise. */
-	return sched_getcpu() != (int)cpu;
-}
-
-int hog_one_cpu(unsigned int cpu, cpuhog_fn_t fn, void *arg)
-{
-	struct work w = { .fn = fn, .arg = arg, .cpu = cpu };
-	struct ctx *c;
-	struct hog *h;
-	int err = 0;
-
-	if (!fn)
-		return -EINVAL;
-	if (cpuhog_self)
-		return -EDEADLK;
-	c = call_enter(&err);
-	if (!c)
-		return err;
-	h = hog_of(c, cpu);
-	if (!h) {
-		call_leave();
-		return -ENOENT;
-	}
-	atomic_init(&w.state, W_QUEUED);
-	queue_work(h, &w);
-	err = work_wait(&w, may_spin(cpu), c->spin_ns);
-	call_leave();
-	return err;
-}
-
-bool hog_one_cpu_nowait(unsigned int cpu, cpuhog_fn_t fn, void *arg,
-			struct cpuhog_work *work_buf)
-{
-	struct work *w = (struct work *)work_buf;
-	struct ctx *c;
-	struct hog *h;
-	uint32_t s;
-	int err;
-
-	if (!fn || !w)
-		return false;
-	s = atomic_load_explicit(&w->state, memory_order_relaxed);
-	if (s != W_IDLE && s != W_DONE)
-		return false;
-	c = ctx_get(&err);
-	if (!c)
-		return false;
-	h = hog_of(c, cpu);
-	/* acquire: a previous run's hog is done with the buffer.  The CAS
-	 * also settles two callers racing for one buffer. */
-	if (!h || !atomic_compare_exchange_strong_explicit(
-			  &w->state, &s, W_QUEUED, memory_order_acquire,
-			  memory_order_relaxed)) {
-		ctx_put();
-		return false;
-	}
-	w->fn = fn;
-	w->arg = arg;
-	w->cpu = cpu;
-	w->group = NULL;
-	w->flags = 0;
-	/* relaxed, both: only a fork changes g_epoch, and only in the
-	 * child; a reader of the buffer's epoch compares it with that */
-	atomic_store_explicit(&w->epoch,
-			      atomic_load_explicit(&g_epoch, memory_order_relaxed),
-			      memory_order_relaxed);
-	queue_work(h, w);
-	ctx_put();
-	return true;
-}
-
-/*
- * A work queued before this process was forked: its hog is the parent's,
- * and this copy of the buffer would never finish.  It did not run here.
- */
-static bool forked_away(struct work *w, uint32_t s)
-{
-	if ((s & W_STATE) != W_QUEUED ||
-	    atomic_load_explicit(&w->epoch, memory_order_relaxed) ==
-		    atomic_load_explicit(&g_epoch, memory_order_relaxed))
-		return false;
-	w->ret = -ENOENT;
-	w->ran = 0;
-	/* relaxed: only this thread of the child can see the buffer */
-	atomic_store_explicit(&w->state, W_DONE, memory_order_relaxed);
-	return true;
-}
-
-int hog_work_wait(struct cpuhog_work *work_buf)
-{
-	struct work *w = (struct work *)work_buf;
-	uint32_t s;
-
-	if (!w)
-		return -EINVAL;
-	s = atomic_load_explicit(&w->state, memory_order_acquire);
-	if ((s & W_STATE) != W_QUEUED && (s & W_STATE) != W_DONE)
-		return -EINVAL;
-	if (cpuhog_self)
-		return -EDEADLK;
-	if (forked_away(w, s))
-		return -ENOENT;
-	return work_wait(w, may_spin(w->cpu),
-			 atomic_load_explicit(&g_spin_ns,
-					      memory_order_relaxed));
-}
-
-bool hog_work_done(const struct cpuhog_work *work_buf)
-{
-	struct work *w = (struct work *)work_buf;
-
-	/* acquire: so that a following hog_work_wait() reads the result.
-	 * A buffer never queued is "done": waiting returns at once. */
-	return !w || (atomic_load_explicit(&w->state, memory_order_acquire) &
-		      W_STATE) != W_QUEUED ||
-	       atomic_load_explicit(&w->epoch, memory_order_relaxed) !=
-		       atomic_load_explicit(&g_epoch, memory_order_relaxed);
 }

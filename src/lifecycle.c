@@ -4,11 +4,11 @@
  * cpuhog_init()), stopping them (cpuhog_shutdown()), and forgetting them
  * in a forked child.
  *
- * A call holds a reference to the context for its whole length: it
- * counts itself in g_users before it looks at g_ctx, and shutdown clears
- * g_ctx before it waits for g_users to drain (Dekker, both seq_cst), so a
- * context is never freed under a call.  Shutdown drains every queue
- * before it joins the hogs: a queued work always finishes.
+ * A call holds a reference to the context for its whole length
+ * (context.c); ctx_get() makes the context where there is none, so this
+ * file is every call's entry (call_enter()).  Shutdown retires the
+ * context, then drains every queue before it joins the hogs: a queued
+ * work always finishes.
  *
  * After fork() the child has only the forking thread: the context is
  * parked on an orphan list (freed at the next init, when malloc is surely
@@ -26,14 +26,7 @@
 #include <unistd.h>
 
 
-/*
- * The context and the count of calls using it.  The count lives outside
- * the context so that a call may announce itself before it knows whether
- * a context exists; see ctx_get() and cpuhog_shutdown().
- */
-static _Atomic(struct ctx *) g_ctx;
-static _Atomic uint32_t g_users;
-static _Atomic bool g_shutting;
+static _Atomic bool g_shutting; /* no context: a call makes none */
 static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 static struct ctx *g_orphans; /* contexts inherited over fork() */
@@ -66,19 +59,11 @@ static void call_out(void)
 struct ctx *ctx_get(int *err)
 {
 	for (;;) {
-		struct ctx *c;
+		struct ctx *c = ctx_ref();
 		int r;
 
-		/*
-		 * seq_cst increment, then seq_cst load: Dekker with
-		 * cpuhog_shutdown()'s store of NULL and load of the count.
-		 * Either shutdown sees us and waits, or we see NULL.
-		 */
-		atomic_fetch_add(&g_users, 1);
-		c = atomic_load(&g_ctx);
 		if (c)
 			return c;
-		ctx_put();
 		if (atomic_load(&g_shutting) || cpuhog_self) {
 			*err = -ESHUTDOWN;
 			return NULL;
@@ -123,17 +108,6 @@ void call_leave(void)
 	call_out();
 }
 
-void ctx_put(void)
-{
-	/* release: our last use of the context before shutdown frees it */
-	atomic_fetch_sub_explicit(&g_users, 1, memory_order_release);
-}
-
-struct hog *hog_of(struct ctx *c, unsigned int cpu)
-{
-	return cpu < c->nr_cpu_ids ? c->by_cpu[cpu] : NULL;
-}
-
 static void ctx_free(struct ctx *c)
 {
 	unsigned int i;
@@ -158,7 +132,7 @@ static void ctx_free(struct ctx *c)
 	CPU_FREE(c->mscratch);
 	CPU_FREE(c->mscratch2);
 	free(c->attr_cpus);
-	stop_state_free(c->stop);
+	free(c->stop); /* one block: stop_state_new() */
 	free(c);
 }
 
@@ -369,6 +343,21 @@ static void hogs_await_start(struct ctx *c)
 	}
 }
 
+/* The stop's state (context.h), made with the context: a stop never
+ * allocates. */
+static struct stop_state *stop_state_new(struct ctx *c)
+{
+	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
+	struct stop_state *st = calloc(1, sizeof(*st) + sz);
+
+	if (!st)
+		return NULL;
+	st->ctx = c;
+	st->masksize = sz;
+	st->fn_mask = (cpu_set_t *)st->mask;
+	return st;
+}
+
 static int ctx_alloc(struct ctx *c, unsigned int n)
 {
 	c->by_cpu = calloc(c->nr_cpu_ids, sizeof(*c->by_cpu));
@@ -381,7 +370,7 @@ static int ctx_alloc(struct ctx *c, unsigned int n)
 			      sizeof(*c->kid_store));
 	c->mscratch = CPU_ALLOC(c->nr_cpu_ids);
 	c->mscratch2 = CPU_ALLOC(c->nr_cpu_ids);
-	c->stop = stop_state_alloc(c);
+	c->stop = stop_state_new(c);
 	if (!c->by_cpu || !c->hogs || !c->msel || !c->mflags || !c->mscratch ||
 	    !c->mscratch2 || !c->stop || !c->by_topo || !c->kid_store)
 		return -ENOMEM;
@@ -522,18 +511,14 @@ static int ctx_create(const struct cpuhog_attr *a, struct ctx **out)
  */
 static void atfork_child(void)
 {
-	struct ctx *c = atomic_load_explicit(&g_ctx, memory_order_relaxed);
+	struct ctx *c = ctx_forget();
 
 	if (c) {
 		c->orphan_next = g_orphans;
 		g_orphans = c;
 	}
-	atomic_store_explicit(&g_ctx, NULL, memory_order_relaxed);
-	atomic_store_explicit(&g_users, 0, memory_order_relaxed);
 	atomic_store_explicit(&g_shutting, false, memory_order_relaxed);
-	atomic_fetch_add_explicit(&g_epoch, 1, memory_order_relaxed);
 	pthread_mutex_init(&g_init_lock, NULL);
-	cpuhog_self = NULL;
 }
 
 static void atfork_register(void)
@@ -582,7 +567,7 @@ static int init_as(const struct cpuhog_attr *attr, bool inherit)
 	was = lock_init();
 	if (was < 0)
 		return -EDEADLK; /* a handler, interrupting init or shutdown */
-	if (atomic_load(&g_ctx)) {
+	if (ctx_current()) {
 		unlock_init(was);
 		return -EALREADY;
 	}
@@ -604,8 +589,7 @@ static int init_as(const struct cpuhog_attr *attr, bool inherit)
 	if (r == 0) {
 		atomic_store_explicit(&g_spin_ns, c->spin_ns,
 				      memory_order_relaxed);
-		/* release: the whole context before any call can see it */
-		atomic_store_explicit(&g_ctx, c, memory_order_release);
+		ctx_publish(c);
 	}
 	unlock_init(was);
 	return r;
@@ -648,8 +632,7 @@ __attribute__((destructor)) static void pollers_stop_at_exit(void)
 	struct timespec until;
 	struct ctx *c;
 
-	atomic_fetch_add(&g_users, 1); /* seq_cst: see ctx_get() */
-	c = atomic_load(&g_ctx);
+	c = ctx_ref();
 	/* 250 ms for them all to be gone: it takes microseconds where they
 	 * can run, and the rounds nap, so a poller gets its CPU even from
 	 * a real-time thread of ours there; 20 ms was too short for a
@@ -660,9 +643,10 @@ __attribute__((destructor)) static void pollers_stop_at_exit(void)
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000;
 	}
-	if (c)
+	if (c) {
 		poll_exit_all(c->hogs, c->nr_hogs, &until);
-	ctx_put();
+		ctx_put();
+	}
 }
 
 void cpuhog_shutdown(void)
@@ -674,13 +658,9 @@ void cpuhog_shutdown(void)
 	 * g_users, which would never drain */
 	if (cpuhog_self || in_call || (was = lock_init()) < 0)
 		return;
-	c = atomic_load(&g_ctx);
-	if (c) {
+	if (ctx_current()) {
 		atomic_store(&g_shutting, true);
-		atomic_store(&g_ctx, NULL); /* seq_cst: see ctx_get() */
-		store_load_fence(); /* NULL before the count's loads */
-		while (atomic_load(&g_users) != 0)
-			nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+		c = ctx_retire();
 		hogs_stop(c); /* drains every queue */
 		ctx_free(c);
 		atomic_store(&g_shutting, false);
@@ -774,7 +754,7 @@ int cpuhog_get_info(struct cpuhog_info *info)
  * holds (NULL: all); returns how many, or -EINVAL / ctx_get()'s error.
  * cpuhog_get_cpus() and cpuhog_get_polling() are this.
  */
-int hog_cpu_set(size_t setsize, cpu_set_t *set,
+static int hog_cpu_set(size_t setsize, cpu_set_t *set,
 		bool (*which)(const struct hog *h))
 {
 	struct ctx *c;
@@ -803,6 +783,11 @@ int hog_cpu_set(size_t setsize, cpu_set_t *set,
 int cpuhog_get_cpus(size_t setsize, cpu_set_t *set)
 {
 	return hog_cpu_set(setsize, set, NULL);
+}
+
+int cpuhog_get_polling(size_t setsize, cpu_set_t *set)
+{
+	return hog_cpu_set(setsize, set, poll_polling);
 }
 
 const char *cpuhog_version(void)

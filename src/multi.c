@@ -202,22 +202,6 @@ static uint32_t pending(struct ctx *c)
 					      memory_order_acquire);
 }
 
-/* Wake the caller of the current multi-CPU call, if it sleeps. */
-void group_kick(struct group *g)
-{
-	uint32_t s = atomic_load_explicit(&g->seq, memory_order_relaxed);
-
-	/* release: the event (count at zero, a stop abandoned) before the
-	 * caller's acquire of seq; clearing bit 0 takes the sleeper */
-	while (!atomic_compare_exchange_weak_explicit(&g->seq, &s,
-						      (s + 2) & ~1u,
-						      memory_order_release,
-						      memory_order_relaxed))
-		;
-	if (s & 1)
-		futex_wake(&g->seq, INT_MAX);
-}
-
 /* Spin only while our own CPU's hog has nothing left to do for us. */
 static bool spin_ok(struct ctx *c)
 {

@@ -565,16 +565,11 @@ void poll_stop(struct hog *h)
 
 /* Polling now: not parked, and a beat within a tick (running, or about
  * to run again). */
-static bool polling(const struct hog *h)
+bool poll_polling(const struct hog *h)
 {
 	uint64_t beat = atomic_load_explicit(&h->poll_beat,
 					     memory_order_relaxed);
 
 	return h->poller_on && beat && (int64_t)(now_ns() - beat) < 10000000 &&
 	       atomic_load(&h->poll_parked) == POLLING;
-}
-
-int cpuhog_get_polling(size_t setsize, cpu_set_t *set)
-{
-	return hog_cpu_set(setsize, set, polling);
 }

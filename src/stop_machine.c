@@ -128,55 +128,6 @@ enum {
 
 #define LOOK_NS 1000000u /* how often a spinning hog looks around */
 
-struct stop_state {
-	_Atomic uint64_t word;  /* gen:32 | phase:8 | still to come:24 */
-	_Atomic uint64_t tally; /* see T_* */
-	_Atomic uint32_t wake;  /* futex: +1 on each phase change */
-	_Atomic uint32_t sleepers;   /* hogs asleep on wake */
-	_Atomic uint32_t released;   /* gen whose hold was released */
-	_Atomic uint32_t fn_claimed; /* fn on any one CPU: taken */
-	_Atomic uint32_t fn_runs;    /* hogs that ran fn */
-	_Atomic int ret;	     /* first non-zero return of fn */
-	_Atomic uint64_t run_at;     /* when RUN began */
-	/* Read by hogs before RUN, when a stale one may still read them
-	 * while the next call writes: atomics, relaxed.  The deadline
-	 * moves on with each arrival (see extend()). */
-	_Atomic uint64_t deadline, spin_ns, timeout_ns, begun;
-	_Atomic uint32_t woken;	/* gen whose hogs the caller has all woken */
-	/* Read by hogs only in RUN, which ends before the call returns. */
-	bool fn_one;
-	cpuhog_fn_t fn;
-	void *data;
-	/* The caller's alone. */
-	unsigned int fn_want; /* how many hogs are to run fn */
-	size_t masksize;
-	cpu_set_t *fn_mask;
-	struct ctx *ctx;
-};
-
-struct stop_state *stop_state_alloc(struct ctx *c)
-{
-	struct stop_state *st = calloc(1, sizeof(*st));
-
-	if (!st)
-		return NULL;
-	st->ctx = c;
-	st->masksize = CPU_ALLOC_SIZE(c->nr_cpu_ids);
-	st->fn_mask = CPU_ALLOC(c->nr_cpu_ids);
-	if (!st->fn_mask) {
-		free(st);
-		return NULL;
-	}
-	return st;
-}
-
-void stop_state_free(struct stop_state *st)
-{
-	if (st)
-		CPU_FREE(st->fn_mask);
-	free(st);
-}
-
 static uint64_t load_word(struct stop_state *st)
 {
 	/* acquire: what the hogs did before the transition we observe */

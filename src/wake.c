@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The wake tree: how a multi-CPU call wakes its hogs.
+ * Waking hogs: one (wake_hog(), the other half of hog.c's hog_sleep()),
+ * and the wake tree, how a multi-CPU call wakes its hogs.
  *
  * Flat, the caller wakes its N hogs one after another, N futex wakes in
  * a row on its own CPU, and the last hog starts N wakes after the first
@@ -56,6 +57,25 @@
 #include "internal.h"
 
 #include <stdlib.h>
+
+/*
+ * Wake @h for work pushed on its queue (push_work(), hog.c), unless it is
+ * awake or its poller takes the wake (poll_offer(), poll.c).
+ */
+void wake_hog(struct hog *h)
+{
+	/*
+	 * seq_cst load after the producer's seq_cst push: with hog_sleep()'s
+	 * store-then-load this is Dekker's pattern, so either the hog sees
+	 * the work or we see it asleep.  The exchange lets one producer of
+	 * many pay for the system call.
+	 */
+	if (!atomic_load(&h->sleeping) || poll_offer(h))
+		return; /* awake, or its poller took the wake (poll.c) */
+	if (atomic_exchange(&h->sleeping, 0))
+		futex_wake(&h->sleeping, 1);
+}
+
 
 #define FANOUT_DEFAULT 4
 

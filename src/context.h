@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The context layer: what a context, a hog, a work and a stop's state
+ * are, and the few things every other file of src/ does with them.  It
+ * calls none of those files.  The layer is this header, context.c (the
+ * reference a call holds, who the calling thread is, a hog by CPU) and
+ * topology.c (the machine's shape, the order the wake tree walks).  The
+ * rooms above it (poll mode, the wake, the hog's loop, lifecycle.c that
+ * makes contexts and starts hogs, then the calls) call only down the
+ * list in internal.h; tests/layers_test.sh keeps it so.
+ *
+ * Who may write what is said at each field; the context is made whole
+ * before it is published (ctx_publish()), and freed only after every
+ * reference is gone (ctx_retire()).
+ */
+#ifndef CPUHOG_CONTEXT_H
+#define CPUHOG_CONTEXT_H
+
+#include "cpuhog.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CACHELINE 64
+
+/* Work states; the state word is also a futex. */
+enum {
+	W_IDLE = 0,   /* zeroed buffer, never queued */
+	W_QUEUED = 1, /* on a hog's list or running */
+	W_DONE = 2,   /* finished: ret and ran are valid */
+	W_STATE = 0xff,
+	W_WAITER = 0x100, /* someone sleeps on the word: wake on DONE */
+};
+
+struct group;
+
+/* The private layout of struct cpuhog_work. */
+struct work {
+	struct work *next; /* the list link, set before each push */
+	cpuhog_fn_t fn;
+	void *arg;
+	struct group *group; /* multi-CPU calls: where arrival is counted */
+	uint32_t gen;        /* multi-CPU calls: the call's generation */
+	int ret;
+	_Atomic uint32_t state;
+	uint32_t ran; /* 1 if fn ran */
+	uint32_t cpu;
+	uint32_t flags; /* W_F_* */
+	_Atomic uint32_t epoch; /* g_epoch when queued: a fork makes it stale */
+};
+
+/* struct work.flags */
+enum {
+	W_F_INTERNAL = 1u << 0, /* a library callback: exempt from checks,
+				   and run even off its CPU (reads off_cpu) */
+	W_F_RUNS_FN = 1u << 1,  /* a stop: this CPU runs fn */
+	W_F_NEEDED = 1u << 2,   /* a stop: fails (-ENOENT) without this CPU */
+};
+_Static_assert(sizeof(struct work) <= sizeof(struct cpuhog_work),
+	       "struct work must fit in struct cpuhog_work");
+_Static_assert(alignof(struct work) <= alignof(struct cpuhog_work),
+	       "struct work must align like struct cpuhog_work");
+
+/*
+ * The completion of one multi-CPU call.  Lives in the context, not in the
+ * caller's frame, because a stop that gave up leaves works behind on a
+ * CPU that is still held: when that hog gets to them at last it must find
+ * only library memory, and the stale generation tells it not to count.
+ */
+struct group {
+	_Atomic uint64_t word; /* gen << 32 | works still pending */
+	_Atomic uint32_t seq;  /* futex: +2 on each wake-worthy event; bit 0
+				  set while the caller sleeps */
+};
+
+struct hog {
+	/* Written by every producer. */
+	alignas(CACHELINE) _Atomic(struct work *) head;
+	_Atomic uint32_t sleeping; /* futex: 1 while the hog sleeps */
+	_Atomic uint64_t queued;
+
+	/* Written by the hog only; the counters are read by get_info. */
+	alignas(CACHELINE) unsigned int cpu;
+	_Atomic bool stop;
+	bool off_cpu; /* the current batch cannot run on cpu */
+	/* Set by the hog when it finds its CPU unusable (going offline,
+	 * offline, outside the cpuset); multi-CPU calls then leave it alone
+	 * until hog_usable() sees the CPU back (see multi.c). */
+	_Atomic bool away;
+	_Atomic uint32_t started; /* futex: 0 until the hog is set up */
+	pid_t tid;
+	int status_fd; /* /proc/thread-self/status, for redirect_signals() */
+	pthread_t thread;
+	struct ctx *ctx;
+	int policy, priority, nice, rt_errno;
+	_Atomic uint64_t run, refused, slept, overran, migrated;
+	size_t masksize;
+	cpu_set_t *mask; /* scratch for the affinity check */
+	/* The hog's own (hog.c, hog_here()): whether its affinity read as
+	 * its CPU alone, at which g_moved, and batches until the next read. */
+	bool pinned;
+	uint32_t moved_seen;
+	unsigned int until_reread;
+	/* Stops: the generation this hog holds its CPU for, and when it last
+	 * looked around while spinning (read by the other hogs). */
+	_Atomic uint32_t held_gen;
+	_Atomic uint64_t beat;
+	uint32_t rng; /* the hog's own: when it looks next (jitter()) */
+	/* The wake tree (wake.c): the hogs this one wakes when it takes
+	 * its slot, written by the caller while the slot is free. */
+	struct hog **kids;
+	unsigned int nkids;
+	uint64_t topo; /* its place in topology order (topology.c) */
+
+	/* The work of multi-CPU calls, one at a time (serialized). */
+	struct work slot;
+
+	/* Poll mode (poll.c).  Written by the hog: its batch count, which
+	 * tells its poller when work last came (poll_ns). */
+	_Atomic uint32_t batches;
+	/* Written by the poller, read by producers: when it last looked
+	 * (0: parked), the last barrier it acknowledged, the wakes it took;
+	 * and the futex it parks on. */
+	alignas(CACHELINE) _Atomic uint64_t poll_beat;
+	_Atomic uint32_t poll_ack;
+	_Atomic uint32_t poll_parked; /* futex: how it is parked, 0 polling */
+	_Atomic uint64_t poll_claims, poll_fallbacks;
+	_Atomic bool poll_stop;
+	_Atomic bool poll_left; /* out of its loop: changes its policy no more */
+	_Atomic bool poller_on; /* read by producers and the hog */
+	cpu_set_t *poll_mask; /* the poller's scratch for pin_to() */
+	int poll_fd;    /* the poller's /proc/stat, -1 when it has none */
+	char *poll_buf; /* and its buffer: ctx_free() frees both in a fork */
+	pthread_t poller;
+};
+
+/*
+ * A stop's state (stop_machine.c's: the phases and the tally are its).
+ * It is here because the context allocates it when it is made, so that a
+ * stop allocates nothing (test_stop.stop_never_allocates): one block,
+ * the mask of CPUs to run fn at its end.
+ */
+struct stop_state {
+	_Atomic uint64_t word;  /* gen:32 | phase:8 | still to come:24 */
+	_Atomic uint64_t tally; /* see T_* */
+	_Atomic uint32_t wake;  /* futex: +1 on each phase change */
+	_Atomic uint32_t sleepers;   /* hogs asleep on wake */
+	_Atomic uint32_t released;   /* gen whose hold was released */
+	_Atomic uint32_t fn_claimed; /* fn on any one CPU: taken */
+	_Atomic uint32_t fn_runs;    /* hogs that ran fn */
+	_Atomic int ret;	     /* first non-zero return of fn */
+	_Atomic uint64_t run_at;     /* when RUN began */
+	/* Read by hogs before RUN, when a stale one may still read them
+	 * while the next call writes: atomics, relaxed.  The deadline
+	 * moves on with each arrival (see extend()). */
+	_Atomic uint64_t deadline, spin_ns, timeout_ns, begun;
+	_Atomic uint32_t woken;	/* gen whose hogs the caller has all woken */
+	/* Read by hogs only in RUN, which ends before the call returns. */
+	bool fn_one;
+	cpuhog_fn_t fn;
+	void *data;
+	/* The caller's alone. */
+	unsigned int fn_want; /* how many hogs are to run fn */
+	size_t masksize;
+	cpu_set_t *fn_mask; /* mask[] below */
+	struct ctx *ctx;
+	__cpu_mask mask[];
+};
+
+struct ctx {
+	unsigned int nr_cpu_ids;
+	unsigned int nr_hogs;
+	struct hog **by_cpu; /* nr_cpu_ids entries; NULL: no hog */
+	struct hog **by_topo; /* nr_hogs entries, in topology order */
+	unsigned int fanout;  /* the wake tree's k (wake.c) */
+	uint64_t attr_fanout; /* cpuhog_attr.wake_fanout, 0: see wake.c */
+	struct hog **kid_store; /* nr_hogs * fanout: every hog's kids */
+	struct hog *hogs;    /* nr_hogs entries */
+	unsigned int flags;
+	int want_priority;
+	size_t stack_size;
+	uint64_t overrun_ns, stop_timeout_ns, spin_ns, poll_ns;
+	bool rt_ok; /* every hog runs SCHED_FIFO */
+
+	/* Multi-CPU calls. */
+	pthread_mutex_t multi_lock;
+	uint32_t multi_gen; /* under multi_lock */
+	uint64_t backoff_at; /* under multi_lock: see multi_unlock() */
+	uint64_t transit_at; /* under multi_lock: see in_transit() */
+	bool transit;
+	struct group group;
+	struct hog **msel; /* nr_hogs entries, under multi_lock */
+	cpu_set_t *mscratch; /* for hog_usable(), under multi_lock */
+	cpu_set_t *mscratch2; /* for in_transit(), under multi_lock */
+	uint32_t *mflags;  /* work flags per msel entry, under multi_lock */
+	struct stop_state *stop;
+	_Atomic uint64_t stops, stop_timeouts, holds_released;
+	_Atomic uint64_t transit_naps; /* multi_unlock()'s hotplug naps */
+	_Atomic uint64_t late_waits;   /* see cpuhog_info.late_waits */
+	_Atomic uint64_t stop_misses;  /* see cpuhog_info.stop_misses */
+	_Atomic bool sync_away; /* hog_synchronize(): a hog ran off its CPU */
+	/* hog_synchronize()'s passes: twice the passes begun, plus one while
+	 * one runs (odd); written under multi_lock (sched.c) */
+	_Atomic uint64_t sync_seq;
+
+	/* Poll mode: hog_synchronize()'s generation, the pollers' acks. */
+	_Atomic uint32_t sync_gen;
+	_Atomic uint64_t poll_sync_acks;
+
+	/* Reported callbacks (once per function and kind). */
+	_Atomic(uintptr_t) reported[64];
+	struct ctx *orphan_next; /* contexts left behind by fork() */
+	/* What it was made with: a forked child's first call makes its own
+	 * context from these (cpuhog_init(3), "Fork"). */
+	struct cpuhog_attr attr;
+	cpu_set_t *attr_cpus; /* a copy of attr.cpus, or NULL */
+};
+
+/* context.c: the reference.  A call counts itself as a user before it
+ * looks for the context; ctx_retire() unpublishes, then waits for the
+ * users to drain: Dekker, both sides seq_cst. */
+HIDDEN struct ctx *ctx_ref(void); /* a reference, or NULL: none */
+HIDDEN void ctx_put(void);	 /* give back ctx_ref()'s or ctx_get()'s */
+HIDDEN void ctx_publish(struct ctx *c);
+HIDDEN struct ctx *ctx_current(void); /* a peek, under the init lock */
+HIDDEN struct ctx *ctx_retire(void);
+HIDDEN struct ctx *ctx_forget(void); /* a forked child's, no waiting */
+HIDDEN struct hog *hog_of(struct ctx *c, unsigned int cpu);
+
+/* context.c: who the calling thread is. */
+HIDDEN extern _Thread_local struct hog *cpuhog_self; /* NULL: not a hog */
+/* Inside a call that may block or lock (call_enter()), or in cpuhog_init()
+ * or cpuhog_shutdown(): a signal handler of this thread must not enter
+ * another.  Written and read by one thread, its handlers included. */
+HIDDEN extern _Thread_local volatile sig_atomic_t in_call;
+HIDDEN extern _Atomic uint64_t g_spin_ns; /* hog_work_wait() holds no
+					     reference to the context */
+HIDDEN extern _Atomic uint32_t g_epoch;  /* moves on in a forked child */
+
+/* topology.c */
+HIDDEN uint64_t topo_key(unsigned int cpu, size_t setsize, cpu_set_t *scratch,
+			 unsigned int nr_cpu_ids);
+HIDDEN void topo_sort(struct ctx *c);
+
+#endif
