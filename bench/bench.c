@@ -135,7 +135,7 @@ static void run_batch(struct op *op, double budget_ms, bool record)
 		k++;
 		bench_gap();
 	} while (tool_now_ns() < end || k < 5);
-	if (record && !op->error && !bench_entries_why) {
+	if (record && !op->error && !bench_entries_why && !op->no_entries) {
 		/* less the second read's own entry */
 		op->entries += bench_entries() - e0 - 1;
 		op->calls += k;
@@ -586,6 +586,12 @@ static void print_table(struct op *ops, size_t n, const struct machine *m,
 			printf(" %8s", "-");
 		printf("\n");
 	}
+	if (bench_crowd.calls)
+		printf("(hog_synchronize, 4 concurrent callers: %.2f passes per "
+		       "call, %llu passes for %llu calls of all four)\n",
+		       (double)bench_crowd.passes / bench_crowd.calls,
+		       (unsigned long long)bench_crowd.passes,
+		       (unsigned long long)bench_crowd.calls);
 	printf("(entries: kernel entries per call, every thread of the process "
 	       "counted, pollers included; %s)\n",
 	       bench_entries_why ? bench_entries_why
@@ -678,7 +684,11 @@ static void print_json(struct op *ops, size_t n, const struct machine *m,
 			       (double)op->entries / op->calls);
 		printf("}%s\n", i + 1 < n ? "," : "");
 	}
-	printf(" ],\n \"targets\": [\n");
+	printf(" ],\n \"sync_crowd\": {\"callers\": 4, \"calls\": %llu, "
+	       "\"passes\": %llu},\n",
+	       (unsigned long long)bench_crowd.calls,
+	       (unsigned long long)bench_crowd.passes);
+	printf(" \"targets\": [\n");
 	for (i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
 		const struct target *t = &targets[i];
 		double r = ratio_of(ops, n, t);
@@ -747,7 +757,7 @@ static int place(void)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: cpuhog bench [-q] [-j] [-r N] [-g GAP]\n"
+	fprintf(f, "usage: cpuhog bench [-q] [-j] [-r N] [-g GAP] [-m]\n"
 		   "  every call of libcpuhog against the limits and the "
 		   "peers, in one run\n"
 		   "  -q, --quick     a short run (under 20 s)\n"
@@ -756,6 +766,9 @@ static void usage(FILE *f)
 		   "  -g, --gap GAP   pause between samples, so that each call\n"
 		   "                  finds the other CPUs idle (default 100us;\n"
 		   "                  0: back to back)\n"
+		   "  -m, --model     stop_machine and hog_synchronize at 64 to\n"
+		   "                  4096 CPUs, flat and tree, predicted from\n"
+		   "                  constants measured here (docs/SCALING.md)\n"
 		   "  -h, --help      this text\n");
 }
 
@@ -768,6 +781,7 @@ int cmd_bench(int argc, char **argv)
 		{ "child", required_argument, 0, 'c' },
 		{ "budget", required_argument, 0, 'b' },
 		{ "gap", required_argument, 0, 'g' },
+		{ "model", no_argument, 0, 'm' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -777,12 +791,13 @@ int cmd_bench(int argc, char **argv)
 	struct idle id;
 	struct cpuhog_info in;
 	const char *child = NULL;
+	bool model = false;
 	size_t n = 0;
 	char *end;
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "qjr:g:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "qjr:g:mh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'q': o.quick = true; break;
 		case 'j': o.json = true; break;
@@ -807,6 +822,7 @@ int cmd_bench(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
+		case 'm': model = true; break;
 		case 'h': usage(stdout); return EXIT_OK;
 		default: usage(stderr); return EXIT_USAGE;
 		}
@@ -824,6 +840,8 @@ int cmd_bench(int argc, char **argv)
 	}
 	if (child)
 		return bench_child(child, o.budget_ms > 0 ? o.budget_ms : 10);
+	if (model)
+		return bench_model(o.json);
 	if (!o.rounds)
 		o.rounds = o.quick ? 4 : 12;
 	o.budget_ms = o.quick ? 12 : 50;
@@ -832,6 +850,7 @@ int cmd_bench(int argc, char **argv)
 	n += limit_ops(ops + n);
 	n += peer_ops(ops + n);
 	n += poll_ops(ops + n);
+	n += crowd_ops(ops + n);
 	if (!o.json) {
 		tool_say_priority("bench", "our rows are those of ordinary "
 					   "threads, and the stop rows are "

@@ -46,6 +46,7 @@ struct op {
 	size_t n, cap;
 	/* kernel entries of the whole process over @calls calls (entries.c) */
 	uint64_t entries, calls;
+	bool no_entries; /* other threads call too (crowd.c): not counted */
 };
 
 struct bench_opts {
@@ -77,6 +78,18 @@ size_t ours_ops(struct op *ops);
 size_t limit_ops(struct op *ops);
 size_t peer_ops(struct op *ops);
 size_t poll_ops(struct op *ops);
+/* The sleeping limit's partner (limits.c), for bench --model (model.c). */
+const char *limit_sleep_setup(struct op *op);
+double limit_wake_cost(struct op *op);
+void limit_partner_end(struct op *op);
+int bench_model(bool json);
+/* Barriers with concurrent callers (crowd.c); hog_synchronize()'s passes
+ * and calls over its row's batches, all callers counted. */
+size_t crowd_ops(struct op *ops);
+struct crowd_result {
+	uint64_t calls, passes;
+};
+extern struct crowd_result bench_crowd;
 /* Our timed calls (bench/ours.c), shared with the poll rows. */
 double ours_one_remote(struct op *op);
 double ours_cpus_all(struct op *op);

@@ -107,12 +107,40 @@ static double round_trip(struct op *op)
 	return (double)(tool_now_ns() - t0);
 }
 
+/* The waker's own cost of the wake in round_trip(): the system call
+ * alone (bench --model's w), the reply awaited so that the next finds
+ * the partner asleep again. */
+double limit_wake_cost(struct op *op)
+{
+	struct partner *p = op->state;
+	uint32_t r = atomic_load(&p->req) + 1;
+	uint64_t t0, t1, deadline;
+
+	atomic_store_explicit(&p->req, r, memory_order_release);
+	t0 = tool_now_ns();
+	syscall(SYS_futex, &p->req, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	t1 = tool_now_ns();
+	deadline = t1 + 1000000000ull;
+	while (atomic_load_explicit(&p->rep, memory_order_acquire) != r) {
+		relax();
+		if (tool_now_ns() > deadline)
+			return -ETIMEDOUT;
+	}
+	usleep(200); /* asleep again, as every wake here finds it */
+	return (double)(t1 - t0);
+}
+
+void limit_partner_end(struct op *op)
+{
+	partner_end(op);
+}
+
 static const char *spin_setup(struct op *op)
 {
 	return partner_start(op, false);
 }
 
-static const char *sleep_setup(struct op *op)
+const char *limit_sleep_setup(struct op *op)
 {
 	const char *why = partner_start(op, true);
 
@@ -127,7 +155,7 @@ size_t limit_ops(struct op *ops)
 			      .kind = "limit", .setup = spin_setup,
 			      .run = round_trip, .teardown = partner_end };
 	ops[1] = (struct op){ .name = "limit: futex wake of a sleeping thread",
-			      .kind = "limit", .setup = sleep_setup,
+			      .kind = "limit", .setup = limit_sleep_setup,
 			      .run = round_trip, .teardown = partner_end };
 	return 2;
 }
