@@ -231,6 +231,8 @@ t() {
 	elif [ $hung = 0 ] && [ $rc = 0 ]; then
 		pass=$((pass + 1))
 		echo "smp: PASS $name (${secs} s)"
+		# what a test prints for the record (test_entries' counts)
+		grep '^figure: ' /tmp/out | sed 's/^figure: /smp-figure: /'
 	else
 		fail=$((fail + 1))
 		failed="$failed $name"
