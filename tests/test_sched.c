@@ -150,24 +150,20 @@ static uint64_t passes(void)
 	return in.sync_passes;
 }
 
-static void synchronize_shared_by_concurrent_callers(void **state)
+/* One try: four callers queued behind the hold; the passes they cost
+ * into *shared.  Whether they were all in before the hold ended. */
+static bool sync_together(unsigned int mine, unsigned int held,
+			  uint64_t *shared)
 {
-	unsigned int mine = t_nth_cpu(0), held = t_nth_cpu(1);
 	pthread_t holder, callers[4];
-	uint64_t p0, shared, alone;
+	uint64_t p0;
 	void *ret;
 	int i;
 
-	(void)state;
-	if (t_hog_cpus(&(cpu_set_t){ 0 }) < 2)
-		t_skip("needs two hogged CPUs");
-	hold_ns = 20 * MS * t_slow();
-	p0 = passes();
-	for (i = 0; i < 4; i++) /* the control: one pass each */
-		assert_int_equal(hog_synchronize(), 0);
-	alone = passes() - p0;
-	assert_int_equal(alone, 4);
-
+	atomic_store(&in_hold, 0);
+	atomic_store(&sync_go, 0);
+	atomic_store(&last_start, 0);
+	atomic_store(&hold_end, 0);
 	/* the callers wait, ready; the holder takes the lock; then they go */
 	for (i = 0; i < 4; i++)
 		assert_int_equal(pthread_create(&callers[i], NULL, sync_caller,
@@ -184,13 +180,37 @@ static void synchronize_shared_by_concurrent_callers(void **state)
 	}
 	assert_int_equal(pthread_join(holder, &ret), 0);
 	assert_int_equal((intptr_t)ret, 0);
-	shared = passes() - p0;
+	*shared = passes() - p0;
+	return atomic_load(&last_start) <= atomic_load(&hold_end);
+}
+
+static void synchronize_shared_by_concurrent_callers(void **state)
+{
+	unsigned int mine = t_nth_cpu(0), held = t_nth_cpu(1);
+	uint64_t p0, shared = 0, alone;
+	int i, tries;
+	bool together = false;
+
+	(void)state;
+	if (t_hog_cpus(&(cpu_set_t){ 0 }) < 2)
+		t_skip("needs two hogged CPUs");
+	hold_ns = 20 * MS * t_slow();
+	p0 = passes();
+	for (i = 0; i < 4; i++) /* the control: one pass each */
+		assert_int_equal(hog_synchronize(), 0);
+	alone = passes() - p0;
+	assert_int_equal(alone, 4);
+
+	/* in a 16-vCPU guest a caller once came after the 200 ms hold (its
+	 * vCPU not run): three tries before that counts as not together */
+	for (tries = 0; tries < 3 && !together; tries++)
+		together = sync_together(mine, held, &shared);
 	print_message("4 calls one after another: %llu passes; 4 calls "
-		      "together: %llu\n", (unsigned long long)alone,
-		      (unsigned long long)shared);
-	if (atomic_load(&last_start) > atomic_load(&hold_end))
-		t_skip("a caller came only after the hold had ended (a slow "
-		       "machine): they were not together");
+		      "together: %llu (try %d)\n", (unsigned long long)alone,
+		      (unsigned long long)shared, tries);
+	if (!together)
+		t_skip("a caller came only after the hold had ended, in three "
+		       "tries (a slow machine): they were not together");
 	assert_true(shared >= 1 && shared <= 2);
 }
 
