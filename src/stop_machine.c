@@ -86,10 +86,11 @@
  * spinning or running fn on its own CPU at top priority, and the hold
  * limits above bound even that.  In HOLD, a hog that has waited about
  * LOOK_NS withdraws its acknowledgement and yields (naps, once HOLD
- * lasted 10 ms), so that whatever the hog we wait for is queued behind (another process's hog in a stop of its own,
- * or a moved hog) can run.  Rendezvous works of two calls are never
- * interleaved on two CPUs in opposite orders: one multi-CPU call at a
- * time is queued and waited for (multi_lock).
+ * lasted 10 ms), so that whatever the hog we wait for is queued behind
+ * (another process's hog in a stop of its own, or a moved hog) can run.
+ * Rendezvous works of two calls are never interleaved on two CPUs in
+ * opposite orders: one multi-CPU call at a time is queued and waited for
+ * (multi_lock).
  *
  * Nothing here allocates, creates threads or does I/O.
  *
@@ -451,8 +452,9 @@ static uint64_t clamp(uint64_t x, uint64_t lo, uint64_t hi)
  * CPUs come slowly (vCPUs the host runs late), frequent back-offs keep
  * the last of them from finding everyone present (at 8 vCPUs on 2 host
  * CPUs, with 1 ms looks, stops timed out after 300 to 500 back-offs with
- * three to seven of the eight hogs away); on a live machine the arrivals take microseconds and a stop wedged by
- * another process's is freed within a millisecond.  From @nap_at on, a
+ * three to seven of the eight hogs away); on a live machine the
+ * arrivals take microseconds and a stop wedged by another process's is
+ * freed within a millisecond.  From @nap_at on, a
  * quarter of the timeout (10 to 100 ms) after HOLD began, one back-off in
  * four naps: a nap at each look made most hogs away at any time where a
  * 200 us nap lasts milliseconds, and stops timed out with half the hogs
