@@ -37,7 +37,7 @@
 
 static void hog_sleep(struct hog *h)
 {
-	atomic_store(&h->sleeping, 1); /* seq_cst: see wake_hog() */
+	atomic_store(&h->sleeping, 1); /* seq_cst: see wake_hog(), wake.c */
 	store_load_fence(); /* the store above before the loads below */
 	if (atomic_load(&h->head) == NULL && !atomic_load(&h->stop))
 		futex_wait(&h->sleeping, 1, NO_DEADLINE);
