@@ -384,17 +384,21 @@ static void count_calls(bool poll, bool flat)
 		h -= base_h;
 		t -= base_t;
 		/* "figure:" lines: the guest runner prints them (check-smp) */
-		print_message("figure: %-24s %s %s, %d hogs: %ld kernel entries "
-			      "per call: caller %ld (at most %ld), hogs %ld "
-			      "(at most %ld), busiest hog %ld (at most %ld)\n",
-			      kd->name, poll ? "poll" : "sleep",
-			      flat ? "flat" : "tree", in, c + h, c, cmax, h,
-			      hmax, t, tmax);
 		if (flat) { /* printed, to set beside the tree's; the
 			     * caller's one wake holds flat too */
+			print_message("figure: %-24s %s flat, %d hogs: %ld "
+				      "kernel entries per call: caller %ld (at "
+				      "most %ld), hogs %ld, busiest hog %ld\n",
+				      kd->name, poll ? "poll" : "sleep", in,
+				      c + h, c, cmax, h, t);
 			fails += c > cmax;
 			continue;
 		}
+		print_message("figure: %-24s %s tree, %d hogs: %ld kernel entries "
+			      "per call: caller %ld (at most %ld), hogs %ld "
+			      "(at most %ld), busiest hog %ld (at most %ld)\n",
+			      kd->name, poll ? "poll" : "sleep", in, c + h, c,
+			      cmax, h, hmax, t, tmax);
 		/* in an emulated guest the hogs of a stop wait long for
 		 * the vCPUs the host runs late, and back off meanwhile
 		 * (sched_yield, naps): printed, not judged there */
