@@ -77,8 +77,12 @@ static void synchronize_switches_spinner(void **state)
 		/* A spinner that something else had just preempted is not
 		 * running when our hog arrives, and rightly not switched:
 		 * allow ten tries (three failed about once in twenty runs
-		 * on a busy machine).  A no-op would fail all hundred. */
+		 * on a busy machine), 2 ms apart (ten back to back all
+		 * failed within 10 ms once, in a CI run started as a 64-vCPU
+		 * guest ended).  A no-op would fail all hundred. */
 		do {
+			if (tries)
+				t_sleep_ms(2);
 			before = nonvoluntary(atomic_load(&s.tid));
 			assert_int_equal(hog_synchronize(), 0);
 		} while (nonvoluntary(atomic_load(&s.tid)) <= before &&
