@@ -75,7 +75,7 @@ int bench_add_sample(struct op *op, double ns)
 	return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
+int bench_cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
 
@@ -254,7 +254,8 @@ static void run_rounds(struct op *ops, size_t n, const struct bench_opts *o)
 		fprintf(stderr, "\r%40s\r", "");
 	for (i = 0; i < n; i++)
 		if (ops[i].n)
-			qsort(ops[i].ns, ops[i].n, sizeof(double), cmp_double);
+			qsort(ops[i].ns, ops[i].n, sizeof(double),
+			      bench_cmp_double);
 }
 
 /* ---- what the machine and the library are ---- */
@@ -479,16 +480,22 @@ static const struct target targets[] = {
 	  "hog_one_cpu, other CPU, remote busy", true, 1.2 },
 };
 
-static struct op *find(struct op *ops, size_t n, const char *name)
+struct op *bench_op_named(struct op *ops, size_t n, const char *name)
 {
 	size_t i;
 
 	for (i = 0; i < n; i++)
 		if (!strcmp(ops[i].name, name))
-			return ops[i].n && !ops[i].error && !ops[i].skip
-				       ? &ops[i]
-				       : NULL;
+			return &ops[i];
 	return NULL;
+}
+
+/* The op named @name if it was measured, else NULL. */
+static struct op *find(struct op *ops, size_t n, const char *name)
+{
+	struct op *op = bench_op_named(ops, n, name);
+
+	return op && op->n && !op->error && !op->skip ? op : NULL;
 }
 
 /* Why a target's ratio says nothing on this machine, or NULL. */

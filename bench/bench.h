@@ -67,6 +67,8 @@ extern const char *bench_entries_why; /* NULL: counted */
 void bench_pin(unsigned int cpu);
 unsigned int bench_nth_cpu(unsigned int n);
 int bench_add_sample(struct op *op, double ns);
+int bench_cmp_double(const void *a, const void *b); /* for qsort */
+struct op *bench_op_named(struct op *ops, size_t n, const char *name);
 
 /* A thread of ours spinning on the remote CPU during a batch: the case
  * where a barrier has a running thread to reach. */

@@ -78,7 +78,7 @@ static const char *partner_start(struct op *op, bool sleeps)
 	return NULL;
 }
 
-static void partner_end(struct op *op)
+void limit_partner_end(struct op *op)
 {
 	struct partner *p = op->state;
 
@@ -87,6 +87,17 @@ static void partner_end(struct op *op)
 	syscall(SYS_futex, &p->req, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	pthread_join(p->th, NULL);
 	free(p);
+}
+
+/* Spin until the partner answered request @r; false past @deadline. */
+static bool await_reply(struct partner *p, uint32_t r, uint64_t deadline)
+{
+	while (atomic_load_explicit(&p->rep, memory_order_acquire) != r) {
+		relax();
+		if (tool_now_ns() > deadline)
+			return false;
+	}
+	return true;
 }
 
 static double round_trip(struct op *op)
@@ -99,11 +110,8 @@ static double round_trip(struct op *op)
 	if (p->sleeps)
 		syscall(SYS_futex, &p->req, FUTEX_WAKE_PRIVATE, 1, NULL, NULL,
 			0);
-	while (atomic_load_explicit(&p->rep, memory_order_acquire) != r) {
-		relax();
-		if (tool_now_ns() > deadline)
-			return -ETIMEDOUT; /* the partner never answered */
-	}
+	if (!await_reply(p, r, deadline))
+		return -ETIMEDOUT; /* the partner never answered */
 	return (double)(tool_now_ns() - t0);
 }
 
@@ -114,25 +122,16 @@ double limit_wake_cost(struct op *op)
 {
 	struct partner *p = op->state;
 	uint32_t r = atomic_load(&p->req) + 1;
-	uint64_t t0, t1, deadline;
+	uint64_t t0, t1;
 
 	atomic_store_explicit(&p->req, r, memory_order_release);
 	t0 = tool_now_ns();
 	syscall(SYS_futex, &p->req, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	t1 = tool_now_ns();
-	deadline = t1 + 1000000000ull;
-	while (atomic_load_explicit(&p->rep, memory_order_acquire) != r) {
-		relax();
-		if (tool_now_ns() > deadline)
-			return -ETIMEDOUT;
-	}
+	if (!await_reply(p, r, t1 + 1000000000ull))
+		return -ETIMEDOUT;
 	usleep(200); /* asleep again, as every wake here finds it */
 	return (double)(t1 - t0);
-}
-
-void limit_partner_end(struct op *op)
-{
-	partner_end(op);
 }
 
 static const char *spin_setup(struct op *op)
@@ -153,10 +152,10 @@ size_t limit_ops(struct op *ops)
 {
 	ops[0] = (struct op){ .name = "limit: cache-line round trip",
 			      .kind = "limit", .setup = spin_setup,
-			      .run = round_trip, .teardown = partner_end };
+			      .run = round_trip, .teardown = limit_partner_end };
 	ops[1] = (struct op){ .name = "limit: futex wake of a sleeping thread",
 			      .kind = "limit", .setup = limit_sleep_setup,
-			      .run = round_trip, .teardown = partner_end };
+			      .run = round_trip, .teardown = limit_partner_end };
 	return 2;
 }
 

@@ -40,13 +40,6 @@ struct consts {
 	const char *why;     /* why a constant is missing, or NULL */
 };
 
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* The median of @run over MODEL_SAMPLES calls, after @setup; < 0: none. */
 static double median_of(struct op *op)
 {
@@ -67,18 +60,15 @@ static double median_of(struct op *op)
 		op->teardown(op);
 	if (n < MODEL_SAMPLES / 2)
 		return -1;
-	qsort(s, n, sizeof(s[0]), cmp_d);
+	qsort(s, n, sizeof(s[0]), bench_cmp_double);
 	return s[n / 2];
 }
 
 static double find_median(struct op *ops, size_t n, const char *name)
 {
-	size_t i;
+	struct op *op = bench_op_named(ops, n, name);
 
-	for (i = 0; i < n; i++)
-		if (!strcmp(ops[i].name, name))
-			return median_of(&ops[i]);
-	return -1;
+	return op ? median_of(op) : -1;
 }
 
 static void measure(struct consts *k)
