@@ -493,8 +493,8 @@ static void raise_poller(struct hog *h)
  * enough: a poller between its look at poll_stop and its own
  * set_policy() (park(), resume()) lowers itself again after us, then
  * waits its turn behind the busy task (at 16 vCPUs, exit took 1.7 s of
- * a 2 s spinner).  Once it is raised and running, it
- * reaches its loop's head and leaves; a raise after poll_left holds.
+ * a 2 s spinner).  Once it is raised and running, it reaches its loop's
+ * head and leaves; a raise after poll_left holds.
  */
 static void raise_until_left(struct hog *h)
 {

@@ -454,11 +454,11 @@ static uint64_t clamp(uint64_t x, uint64_t lo, uint64_t hi)
  * CPUs, with 1 ms looks, stops timed out after 300 to 500 back-offs with
  * three to seven of the eight hogs away); on a live machine the
  * arrivals take microseconds and a stop wedged by another process's is
- * freed within a millisecond.  From @nap_at on, a
- * quarter of the timeout (10 to 100 ms) after HOLD began, one back-off in
- * four naps: a nap at each look made most hogs away at any time where a
- * 200 us nap lasts milliseconds, and stops timed out with half the hogs
- * napping (8 emulated vCPUs).
+ * freed within a millisecond.  From @nap_at on, a quarter of the timeout
+ * (10 to 100 ms) after HOLD began, one back-off in four naps: a nap at
+ * each look made most hogs away at any time where a 200 us nap lasts
+ * milliseconds, and stops timed out with half the hogs napping (8
+ * emulated vCPUs).
  *
  * And whatever a back-off costs here, the hogs of a stop are away, all
  * together, at most a quarter of the time: a hog backs off only while

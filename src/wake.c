@@ -51,9 +51,9 @@
  * the caller waiting.  (A parent woken by the caller's one wake, after
  * every push, could not do that; an awake one can.)  A hog refuses its
  * work (off its CPU) only after it has woken its children, so a refusal
- * never strands a subtree.  A spurious wake
- * (a stale slot of an abandoned stop, read with its old children) finds
- * an empty queue and costs one futex wake.
+ * never strands a subtree.  A spurious wake (a stale slot of an
+ * abandoned stop, read with its old children) finds an empty queue and
+ * costs one futex wake.
  */
 #include "internal.h"
 
