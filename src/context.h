@@ -115,7 +115,8 @@ struct hog {
 	 * its slot, written by the caller while the slot is free. */
 	struct hog **kids;
 	unsigned int nkids;
-	uint64_t topo; /* its place in topology order (topology.c) */
+	uint64_t topo; /* its key in topology order (topology.c) */
+	unsigned int topo_pos; /* its index in by_topo: its place in a tree */
 
 	/* The work of multi-CPU calls, one at a time (serialized). */
 	struct work slot;
@@ -160,6 +161,10 @@ struct stop_state {
 	 * moves on with each arrival (see extend()). */
 	_Atomic uint64_t deadline, spin_ns, timeout_ns, begun;
 	_Atomic uint32_t woken;	/* gen whose hogs the caller has all woken */
+	/* The combining tree (rendezvous.c): the call's hogs and fan-in
+	 * (its tree: n > k), and the nodes, one cache line each. */
+	_Atomic uint32_t n, k;
+	_Atomic uint64_t *nodes;
 	/* Read by hogs only in RUN, which ends before the call returns. */
 	bool fn_one;
 	cpuhog_fn_t fn;

@@ -74,6 +74,9 @@
 #define symbol_describe cpuhog_i_symbol_describe
 #define thread_switches cpuhog_i_thread_switches
 #define wake_hog cpuhog_i_wake_hog
+#define rdv_climb cpuhog_i_rdv_climb
+#define rdv_nodes cpuhog_i_rdv_nodes
+#define rdv_top cpuhog_i_rdv_top
 #define topo_key cpuhog_i_topo_key
 #define topo_sort cpuhog_i_topo_sort
 #define fanout_of cpuhog_i_fanout_of
@@ -91,6 +94,23 @@
  * lifecycle.c (contexts made and freed, the entry of every call); then
  * single.c, multi.c, stop_machine.c and sched.c, the calls.
  */
+
+/* rendezvous.c: the combining tree of a stop (under the rooms, as the
+ * context layer is).  A call's tree: its @n hogs, the fan-in @k, the
+ * nodes (one per RDV_STRIDE words) and the stop's word. */
+#define RDV_STRIDE (CACHELINE / sizeof(uint64_t))
+struct rdv {
+	_Atomic uint64_t *nodes;
+	const _Atomic uint64_t *word;
+	unsigned int n, k;
+};
+/* How many the word counts (n when n <= k: no tree), how many nodes. */
+HIDDEN unsigned int rdv_top(unsigned int n, unsigned int k);
+HIDDEN unsigned int rdv_nodes(unsigned int n, unsigned int k);
+/* Pass phase @ph of call @gen at position @pos: true if this hog is the
+ * one to pass the word now (it emptied a top node, or there is no tree). */
+HIDDEN bool rdv_climb(struct rdv *r, unsigned int pos, uint32_t gen,
+		      unsigned int ph);
 
 /* wake.c: waking one hog, and the wake tree of a multi-CPU call */
 HIDDEN void wake_hog(struct hog *h);

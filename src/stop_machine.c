@@ -123,9 +123,9 @@ enum {
 #define PHASE(v) ((unsigned int)((v) >> 24) & 0xff)
 #define COUNT(v) ((uint32_t)(v)&0xffffff)
 
-/* The tally: gen:32 | a needed CPU declined:1 | hogs holding:31. */
+/* The tally: gen:32 | a needed CPU declined:1 | hogs declining:31. */
 #define T_GONE (1u << 31)
-#define T_HELD(t) ((uint32_t)(t) & ~T_GONE)
+#define T_DECL(t) ((uint32_t)(t) & ~T_GONE)
 
 #define LOOK_NS 1000000u /* how often a spinning hog looks around */
 
@@ -138,6 +138,34 @@ static uint64_t load_word(struct stop_state *st)
 static uint64_t relaxed(_Atomic uint64_t *p)
 {
 	return atomic_load_explicit(p, memory_order_relaxed);
+}
+
+static uint32_t relaxed32(_Atomic uint32_t *p)
+{
+	return atomic_load_explicit(p, memory_order_relaxed);
+}
+
+/* Whether the tally @t (final after PREPARE) leaves the call's later
+ * phases to the tree: more hogs than the fan-in, and none declined (a
+ * call with declines, rare, counts them on the word, flat). */
+static bool tree_after_prepare(struct stop_state *st, uint64_t t)
+{
+	return relaxed32(&st->n) > relaxed32(&st->k) && T_DECL(t) == 0;
+}
+
+/* Hogs holding, by the tally @t: the call's hogs, less the declines. */
+static uint32_t held_of(struct stop_state *st, uint64_t t)
+{
+	return relaxed32(&st->n) - T_DECL(t);
+}
+
+/* What the word counts in HOLD, CHECK and RUN: the tree's top nodes, or
+ * every hog holding. */
+static uint32_t next_count(struct stop_state *st, uint64_t t)
+{
+	if (tree_after_prepare(st, t))
+		return rdv_top(relaxed32(&st->n), relaxed32(&st->k));
+	return held_of(st, t);
 }
 
 /*
@@ -196,16 +224,19 @@ static void abandon(struct stop_state *st, uint32_t gen, unsigned int why)
 		v = load_word(st);
 }
 
-/* Count this hog into call @gen's tally: holding, or declining (@gone:
- * it was needed).  false: the call is not @gen any more. */
+/* Count a decline into call @gen's tally (@gone: the CPU was needed); a
+ * hog that holds only reads it, so that N arrivals do not all write one
+ * line.  false: the call is not @gen any more. */
 static bool tally(struct stop_state *st, uint32_t gen, bool hold, bool gone)
 {
 	uint64_t t = relaxed(&st->tally), nt;
 
+	if (hold)
+		return GEN(t) == gen;
 	do {
 		if (GEN(t) != gen)
 			return false;
-		nt = (t + (hold ? 1 : 0)) | (gone ? T_GONE : 0);
+		nt = (t + 1) | (gone ? T_GONE : 0);
 		/* release: before our arrival, which the last one reads */
 	} while (!atomic_compare_exchange_weak_explicit(
 		&st->tally, &t, nt, memory_order_release, memory_order_relaxed));
@@ -229,12 +260,11 @@ static void extend(struct stop_state *st)
 static uint64_t after_prepare(struct stop_state *st, uint32_t gen)
 {
 	/* acquire: every tally made before the arrivals we follow */
-	uint32_t t = (uint32_t)atomic_load_explicit(&st->tally,
-						    memory_order_acquire);
+	uint64_t t = atomic_load_explicit(&st->tally, memory_order_acquire);
 
-	if ((t & T_GONE) || T_HELD(t) == 0)
+	if ((t & T_GONE) || held_of(st, t) == 0)
 		return WORD(gen, PH_NOCPU, 0);
-	return WORD(gen, PH_HOLD, T_HELD(t));
+	return WORD(gen, PH_HOLD, next_count(st, t));
 }
 
 /*
@@ -254,9 +284,7 @@ static bool pass(struct stop_state *st, uint32_t gen, unsigned int ph)
 		else if (ph == PH_PREPARE)
 			nv = after_prepare(st, gen);
 		else if (ph == PH_HOLD || ph == PH_CHECK)
-			nv = WORD(gen, ph + 1,
-				  T_HELD(atomic_load_explicit(
-					  &st->tally, memory_order_relaxed)));
+			nv = WORD(gen, ph + 1, next_count(st, relaxed(&st->tally)));
 		else
 			nv = WORD(gen, PH_EXIT, 0);
 		if (transition(st, v, nv))
@@ -268,6 +296,30 @@ static bool pass(struct stop_state *st, uint32_t gen, unsigned int ph)
 	if (ph == PH_CHECK && PHASE(nv) == PH_RUN)
 		atomic_store_explicit(&st->run_at, t, memory_order_relaxed);
 	return PHASE(nv) < PH_TIMEDOUT;
+}
+
+/*
+ * A pass of phase @ph that each hog makes once per call (its arrival,
+ * first acknowledgement, check, return from RUN): up the combining tree
+ * where the call has one (rendezvous.c), and on the word for the hog
+ * that empties a top node.  true where this hog does not pass the word:
+ * the word, which the hog waits on next, says how the call goes.
+ */
+static bool arrive(struct stop_state *st, struct hog *h, uint32_t gen,
+		   unsigned int ph)
+{
+	struct rdv r = {
+		.nodes = st->nodes,
+		.word = &st->word,
+		.n = relaxed32(&st->n),
+		.k = relaxed32(&st->k),
+	};
+
+	if (ph != PH_PREPARE && !tree_after_prepare(st, relaxed(&st->tally)))
+		r.n = 0; /* flat after a decline: the word counts the holders */
+	if (!rdv_climb(&r, h->topo_pos, gen, ph))
+		return true;
+	return pass(st, gen, ph);
 }
 
 /* Whether the caller of call @gen has woken all its hogs. */
@@ -484,8 +536,7 @@ static struct pace pace_of(struct stop_state *st)
 	uint64_t t = now_ns(), begun = relaxed(&st->begun);
 	uint64_t q = relaxed(&st->timeout_ns) / 4;
 	/* relaxed: every arrival is in, after PREPARE -> HOLD (acquired) */
-	uint32_t n = T_HELD(atomic_load_explicit(&st->tally,
-						 memory_order_relaxed));
+	uint32_t n = held_of(st, relaxed(&st->tally));
 
 	return (struct pace){
 		.every = clamp(t > begun ? t - begun : 0, LOOK_NS,
@@ -562,7 +613,7 @@ static bool check_in(struct stop_state *st, struct hog *h, uint32_t gen)
 		abandon(st, gen, PH_NOCPU);
 		return false;
 	}
-	return pass(st, gen, PH_CHECK);
+	return arrive(st, h, gen, PH_CHECK);
 }
 
 /* Whether this hog is to run fn: asked to, or, for any one CPU, the
@@ -573,8 +624,10 @@ static bool runs_fn(struct stop_state *st, struct hog *h)
 
 	if (!st->fn_one)
 		return h->slot.flags & W_F_RUNS_FN;
-	/* relaxed: the CHECK -> RUN transition already ordered everything */
+	/* relaxed: the CHECK -> RUN transition already ordered everything;
+	 * the load first, so that N hogs do not all write one line */
 	return on_own_cpu(h) &&
+	       !atomic_load_explicit(&st->fn_claimed, memory_order_relaxed) &&
 	       atomic_compare_exchange_strong_explicit(
 		       &st->fn_claimed, &zero, 1, memory_order_relaxed,
 		       memory_order_relaxed);
@@ -619,7 +672,8 @@ static int stop_cpu(void *arg)
 	if (!tally(st, gen, hold, !hold && (h->slot.flags & W_F_NEEDED)))
 		goto out;
 	extend(st);
-	if (!pass(st, gen, PH_PREPARE) || !hold || !await_arrivals(st, gen))
+	if (!arrive(st, h, gen, PH_PREPARE) || !hold ||
+	    !await_arrivals(st, gen))
 		goto out;
 	/* relaxed: others read it only with a heartbeat, as a hint whose
 	 * check (pinned_to) is a system call of its own */
@@ -628,7 +682,7 @@ static int stop_cpu(void *arg)
 	p = pace_of(st);
 	/* each hog's first hold and its check are steps, as its arrival:
 	 * the deadline moves on (extend()) */
-	if (!pass(st, gen, PH_HOLD) || (extend(st), false) ||
+	if (!arrive(st, h, gen, PH_HOLD) || (extend(st), false) ||
 	    !await_phase(st, h, gen, PH_HOLD, &p) ||
 	    !check_in(st, h, gen) || (extend(st), false) ||
 	    !await_phase(st, h, gen, PH_CHECK, &p))
@@ -637,7 +691,7 @@ static int stop_cpu(void *arg)
 		call_fn(st, h);
 		atomic_store_explicit(&h->beat, now_ns(), memory_order_relaxed);
 	}
-	pass(st, gen, PH_RUN);
+	arrive(st, h, gen, PH_RUN);
 	await_phase(st, h, gen, PH_RUN, &p);
 out:
 	serialize_core(); /* code fn rewrote is safe to run from here on */
@@ -709,6 +763,7 @@ static int stop_run(struct ctx *c, unsigned int n, cpuhog_fn_t fn, void *data,
 	struct stop_state *st = c->stop;
 	uint64_t deadline = deadline_in(c->stop_timeout_ns);
 	int64_t gen = multi_reserve(c, n, deadline);
+	unsigned int k;
 
 	if (gen < 0) {
 		atomic_fetch_add_explicit(&c->stop_timeouts, 1,
@@ -731,7 +786,15 @@ static int stop_run(struct ctx *c, unsigned int n, cpuhog_fn_t fn, void *data,
 	atomic_store_explicit(&st->run_at, 0, memory_order_relaxed);
 	atomic_store_explicit(&st->tally, (uint64_t)gen << 32,
 			      memory_order_relaxed);
-	atomic_store_explicit(&st->word, WORD(gen, PH_PREPARE, n),
+	/* a tree only for a call on every hog, in topology order (each
+	 * hog's topo_pos): stop_machine(); k >= 2 keeps stop_two_cpus()
+	 * flat */
+	k = c->fanout < 2 ? 2 : c->fanout;
+	if (n > k && (n != c->nr_hogs || c->msel[0] != c->by_topo[0]))
+		k = n;
+	atomic_store_explicit(&st->n, n, memory_order_relaxed);
+	atomic_store_explicit(&st->k, k, memory_order_relaxed);
+	atomic_store_explicit(&st->word, WORD(gen, PH_PREPARE, rdv_top(n, k)),
 			      memory_order_relaxed);
 	multi_push(c, n, (uint32_t)gen, stop_cpu, st, W_F_INTERNAL);
 	/* the deadline counts from the last wake: at 32 vCPUs a caller not

@@ -103,4 +103,6 @@ void topo_sort(struct ctx *c)
 	for (i = 0; i < c->nr_hogs; i++)
 		c->by_topo[i] = &c->hogs[i];
 	qsort(c->by_topo, c->nr_hogs, sizeof(*c->by_topo), by_key);
+	for (i = 0; i < c->nr_hogs; i++)
+		c->by_topo[i]->topo_pos = i;
 }

@@ -312,6 +312,47 @@ static void stop_runs_where_asked(void **state)
 	assert_int_equal(sum_ran(), 1);
 }
 
+/*
+ * The same at every fan-in of the combining tree (rendezvous.c): 2 and 3
+ * make a tree of two levels or more from 5 hogs, 4 (the default) from 5,
+ * flat counts on the word alone.  On 2 CPUs every fan-in is flat.
+ */
+static void stop_tree_every_fanin(void **state)
+{
+	const uint64_t fanins[] = { 2, 3, 4, CPUHOG_WAKE_FLAT };
+	struct cpuhog_attr a;
+	cpu_set_t set;
+	unsigned int f;
+	int i, cpu, n;
+
+	(void)state;
+	n = t_hog_cpus(&set);
+	for (f = 0; f < sizeof(fanins) / sizeof(fanins[0]); f++) {
+		cpuhog_shutdown();
+		cpuhog_attr_init(&a);
+		a.wake_fanout = fanins[f];
+		a.stop_timeout_ns = 200 * MS * t_load(); /* see t_init_scaled */
+		assert_int_equal(cpuhog_init(&a), 0);
+		for (i = 0; i < 20; i++) {
+			memset(ran_on, 0, sizeof(ran_on));
+			assert_int_equal(stop_machine(count_here, NULL,
+						      sizeof(set), &set),
+					 0);
+			for (cpu = 0; cpu < CPU_SETSIZE; cpu++)
+				assert_int_equal(atomic_load(&ran_on[cpu]),
+						 CPU_ISSET(cpu, &set));
+			memset(ran_on, 0, sizeof(ran_on));
+			assert_int_equal(stop_machine(count_here, NULL, 0, NULL),
+					 0);
+			assert_int_equal(sum_ran(), 1);
+		}
+	}
+	cpuhog_shutdown(); /* the next test's calls start the defaults */
+	if (n < 3)
+		t_skip("needs 3 CPUs for a tree (fan-in 2): on 2 every "
+		       "fan-in counts on the word (make check-smp runs it)");
+}
+
 static int value_on_last(void *arg)
 {
 	return sched_getcpu() == *(int *)arg ? 77 : 0;
@@ -630,6 +671,7 @@ T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(stop_freezes_everything),
 	cmocka_unit_test(hog_cpus_does_not_freeze),
 	cmocka_unit_test(stop_runs_where_asked),
+	cmocka_unit_test(stop_tree_every_fanin),
 	cmocka_unit_test(stop_results_and_errors),
 	cmocka_unit_test(stop_times_out_on_held_cpu),
 	cmocka_unit_test(stop_timeout_from_environment),
