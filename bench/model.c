@@ -21,8 +21,10 @@
  *   sync   wake + one count (the works' completions).
  * The caller, preempted by its own CPU's hog, runs again when that hog
  * is done and finds the call over: no wake back, and nothing charged.
- * Today's library: the tree wake and the flat count.  The combining tree
- * is the model's column only (issue 19: not built).
+ * The library: the tree wake and the combining-tree count ("c-tree"),
+ * for a stop on more CPUs than k; hog_synchronize() counts its works'
+ * completions flat ("sync today").  "w-tree" is the tree wake with the
+ * flat count, the stop before its combining tree.
  */
 #include "bench.h"
 
@@ -135,10 +137,12 @@ static double wake(unsigned int n, unsigned int k, const struct consts *c)
 	return c->w + subtree(n, k, c);
 }
 
+/* one phase's count: flat, or the library's tree, which counts on the
+ * word alone where n <= k (src/rendezvous.c) */
 static double count(unsigned int n, unsigned int k, bool tree,
 		    const struct consts *c)
 {
-	return (tree ? levels(n, k) * k : n) * c->c + c->c;
+	return (tree && n > k ? levels(n, k) * k : n) * c->c + c->c;
 }
 
 struct row {
@@ -169,10 +173,11 @@ static void print_text(const struct consts *c, const struct row *rows)
 	       "futex wake (waker) %.0f ns, wake-up latency %.0f ns\n",
 	       MODEL_SAMPLES, bench_place.here, bench_place.there, c->c, c->w,
 	       c->l);
-	printf("fan-out %d; times in us; today = tree wake + flat count\n\n",
+	printf("fan-out %d; times in us; w-tree = tree wake + flat count, "
+	       "c-tree = tree wake + combining-tree count\n\n",
 	       MODEL_K);
 	printf("%6s  %12s %12s %12s   %12s %12s\n", "CPUs", "stop flat",
-	       "stop today", "stop c-tree", "sync flat", "sync today");
+	       "stop w-tree", "stop c-tree", "sync flat", "sync today");
 	for (i = 0; i < NSIZES; i++)
 		printf("%6u  %12.1f %12.1f %12.1f   %12.1f %12.1f\n",
 		       rows[i].n, rows[i].stop_flat / 1e3,
@@ -186,10 +191,11 @@ static void print_text(const struct consts *c, const struct row *rows)
 		printf("not measured (no real-time priority)");
 	printf(", hog_synchronize %.1f us; the model at %u: %.1f and %.1f "
 	       "us\n",
-	       c->sync2 / 1e3, bench_place.ncpus, rows[NSIZES].stop_today / 1e3,
+	       c->sync2 / 1e3, bench_place.ncpus, rows[NSIZES].stop_tree / 1e3,
 	       rows[NSIZES].sync_today / 1e3);
-	printf("c-tree: the combining-tree count, a column of the model only "
-	       "(not built); docs/SCALING.md\n");
+	printf("the library: stop c-tree (at N <= %d, one node: the word) "
+	       "and sync today; docs/SCALING.md\n",
+	       MODEL_K);
 }
 
 static void print_json(const struct consts *c, const struct row *rows)
@@ -210,7 +216,7 @@ static void print_json(const struct consts *c, const struct row *rows)
 	       "\"sync_ns\": %.0f, \"model_stop_ns\": %.0f, "
 	       "\"model_sync_ns\": %.0f}}}\n",
 	       bench_place.ncpus, c->stop2, c->sync2,
-	       rows[NSIZES].stop_today, rows[NSIZES].sync_today);
+	       rows[NSIZES].stop_tree, rows[NSIZES].sync_today);
 }
 
 int bench_model(bool json)

@@ -59,9 +59,20 @@
  * TIMEDOUT/NOCPU cannot both happen.  The caller reads the outcome from
  * that word alone: fn ran iff the word reached EXIT.
  *
- * How many hogs hold, and whether one that had to decline did, is a
- * second word tagged with the generation (the tally), so that a hog of an
- * abandoned call that runs at last cannot count itself into a later one.
+ * On more CPUs than the fan-in k, each hog's once-per-call passes (its
+ * arrival, first acknowledgement, check, return from RUN) go up a
+ * combining tree (rendezvous.c, arrive()), and the word counts only the
+ * tree's top nodes: it is written once per phase, and read by all.  A
+ * back-off in HOLD withdraws and acknowledges again on the word itself,
+ * so the word's count in HOLD is the top nodes not yet emptied plus the
+ * hogs stepped aside: it reaches 0 only while every hog is present.  A
+ * call in which a CPU declined counts its later phases on the word (the
+ * hogs holding), as a call on k CPUs or fewer always does.
+ *
+ * How many hogs declined, and whether one that had to did, is a second
+ * word tagged with the generation (the tally), so that a hog of an
+ * abandoned call that runs at last cannot count itself into a later one;
+ * a hog that holds only reads it.
  * A hog reads nothing of the caller's but these tagged words and its own
  * slot: a stale one touches nothing that the next call writes.
  *
@@ -93,6 +104,9 @@
  * (multi_lock).
  *
  * Nothing here allocates, creates threads or does I/O.
+ *
+ * tests/model/stop.pml (flat) and tests/model/tree.pml (the tree) model
+ * this rendezvous for spin, in make check.
  *
  * Kernel entries of a stop on 2 CPUs (tests/test_entries.c): the
  * caller's two wakes (it sleeps on the group word without a spin when
