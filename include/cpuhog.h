@@ -164,7 +164,10 @@ struct cpuhog_attr {
 	 * most this many, and each woken hog as many more; 0: 4, or
 	 * CPUHOG_WAKE_FANOUT from the environment; CPUHOG_WAKE_FLAT (or
 	 * any number of CPUs or more): the caller wakes every hog itself.
-	 * 1 is -EINVAL. */
+	 * 1 is -EINVAL.  It is also the fan-in of stop_machine()'s
+	 * combining tree: on more CPUs than this, each phase of the stop
+	 * is counted up a tree of counters, one cache line each, written
+	 * by at most this many CPUs; flat, on one word. */
 	uint64_t wake_fanout;
 	uint64_t reserved_[6];
 };
