@@ -19,7 +19,6 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <limits.h>
 
 #define BACKOFF_NS 1000000u       /* a back-off while a CPU is away */
 #define BACKOFF_EVERY_NS 4000000u /* at most once per this (one tick) */

@@ -119,8 +119,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdlib.h>
-#include <string.h>
 
 enum {
 	PH_PREPARE = 1,
