@@ -170,15 +170,28 @@ static void overrun_once(void)
 	    hog_one_cpu(t_nth_cpu(1), quick, NULL) != 0)
 		_exit(4);
 	cpuhog_get_info(&in);
-	_exit(in.overran == 1 && in.slept == 0 ? 0 : 5);
+	_exit(in.overran != 1 ? 5 : in.slept != 0 ? 6 : 0);
 }
 
+/* Three tries where the spinning callback was seen to sleep (exit 6):
+ * under qemu-user the emulator's own locks (its translation of code
+ * that another thread runs) can block the thread inside a callback that
+ * never blocks on hardware, once in many runs (seen in a fresh-clone CI
+ * run of make check-arm64).  A check that always counts a spin as a
+ * sleep still fails. */
 static void overrun_is_reported(void **state)
 {
 	char out[4096];
-	int status = run_capturing(overrun_once, out, sizeof(out));
+	int status, i;
 
 	(void)state;
+	for (i = 0; i < 3; i++) {
+		status = run_capturing(overrun_once, out, sizeof(out));
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 6)
+			break;
+		print_message("the spinning callback was seen to sleep "
+			      "(an emulator's lock?): again\n");
+	}
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 	assert_non_null(strstr(out, "long_callback"));
