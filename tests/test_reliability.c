@@ -181,14 +181,23 @@ static int nothing(void *arg)
 	return 0;
 }
 
-/* A result of a call to one CPU: 1 (ran there) or -ENOENT (did not). */
+/* A result nothing allows: counted, and the first few printed, so that
+ * a failure says which call gave what. */
+static void wrong(bool bad, const char *what, int r)
+{
+	if (bad && atomic_fetch_add(&tally.wrong, 1) < 5)
+		print_message("wrong: %s returned %d\n", what, r);
+}
+
+/* A result of a call to one CPU: 1 (ran there) or -ENOENT (did not);
+ * -1000: it ran on another CPU. */
 static void judge_one(int r)
 {
 	atomic_fetch_add(&tally.calls, 1);
 	if (r == -ENOENT)
 		atomic_fetch_add(&tally.refused, 1);
-	else if (r != 1)
-		atomic_fetch_add(&tally.wrong, 1); /* ran elsewhere, or worse */
+	else
+		wrong(r != 1, "hog_one_cpu", r); /* ran elsewhere, or worse */
 }
 
 /* A stop's result (the invariant judged it already): -ENOENT and -EINTR
@@ -196,8 +205,8 @@ static void judge_one(int r)
  * too long; nothing else is allowed. */
 static void judge_stop(int r)
 {
-	atomic_fetch_add(&tally.wrong, r != 0 && r != -ETIMEDOUT &&
-					       r != -ENOENT && r != -EINTR);
+	wrong(r != 0 && r != -ETIMEDOUT && r != -ENOENT && r != -EINTR,
+	      "a stop", r);
 	atomic_fetch_add(&tally.stop_timeouts, r == -ETIMEDOUT);
 }
 
@@ -230,7 +239,7 @@ static void *worker(void *arg)
 			break;
 		case 2:
 			r = hog_cpus(sizeof(all), &all, nothing, NULL);
-			atomic_fetch_add(&tally.wrong, r != 0 && r != -ENOENT);
+			wrong(r != 0 && r != -ENOENT, "hog_cpus", r);
 			break;
 		case 3:
 			judge_stop(t_stop_judged(0, NULL, &bad));
@@ -245,7 +254,8 @@ static void *worker(void *arg)
 					cpu, t_nth_cpu(i + 1), &bad));
 			break;
 		default:
-			atomic_fetch_add(&tally.wrong, hog_synchronize() != 0);
+			r = hog_synchronize();
+			wrong(r != 0, "hog_synchronize", r);
 			break;
 		}
 	}
