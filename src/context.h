@@ -78,6 +78,13 @@ struct group {
 				  set while the caller sleeps */
 };
 
+/* A thread's context switches and minor faults (getrusage(), or carried
+ * by switches.c); exact: read, not carried, since the hog last waited. */
+struct sw_count {
+	long nv, niv, flt;
+	bool exact;
+};
+
 struct hog {
 	/* Written by every producer. */
 	alignas(CACHELINE) _Atomic(struct work *) head;
@@ -106,6 +113,12 @@ struct hog {
 	bool pinned;
 	uint32_t moved_seen;
 	unsigned int until_reread;
+	/* The hog's own (switches.c): its rseq area (NULL: none), its
+	 * switch counts as last known, and how they are known. */
+	void *rseq;
+	struct sw_count sw;
+	enum { SW_NONE, SW_READ, SW_CARRIED } sw_state;
+	unsigned int sw_waits; /* up to SW_WARM */
 	/* Stops: the generation this hog holds its CPU for, and when it last
 	 * looked around while spinning (read by the other hogs). */
 	_Atomic uint32_t held_gen;

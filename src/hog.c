@@ -20,9 +20,11 @@
  * count (group_arrive()), which wakes the call's caller at zero.
  *
  * A hog's kernel entries per work: its futex wait (the job), then the
- * checks' price: two getrusage() for the sleep check and one
- * rt_sigpending() for signals raised in the callback (report.c).  The
- * affinity is read only now and then (hog_here()).  The calls are above
+ * checks' price: one rt_sigpending() for signals raised in the callback
+ * (report.c), and the sleep check's getrusage() only after a callback
+ * that was switched out (switches.c, which the hog tells of its own
+ * waits: sw_wait_begin(), sw_wait_end()).  The affinity is read only now
+ * and then (hog_here()).  The calls are above
  * this file (single.c, multi.c, stop_machine.c, sched.c); the hogs are
  * made and stopped by lifecycle.c, and waking one is wake.c's.
  */
@@ -39,8 +41,10 @@ static void hog_sleep(struct hog *h)
 {
 	atomic_store(&h->sleeping, 1); /* seq_cst: see wake_hog(), wake.c */
 	store_load_fence(); /* the store above before the loads below */
-	if (atomic_load(&h->head) == NULL && !atomic_load(&h->stop))
-		futex_wait(&h->sleeping, 1, NO_DEADLINE);
+	if (atomic_load(&h->head) == NULL && !atomic_load(&h->stop)) {
+		sw_wait_begin(h);
+		sw_wait_end(h, futex_wait(&h->sleeping, 1, NO_DEADLINE));
+	}
 	/* relaxed: only a hint for producers; the queue itself is re-read */
 	atomic_store_explicit(&h->sleeping, 0, memory_order_relaxed);
 }
@@ -110,7 +114,7 @@ static void run_one(struct hog *h, struct work *w)
 	int ret;
 
 	if (check)
-		check_begin(&ck);
+		check_begin(h, &ck);
 	ret = w->fn(w->arg);
 	if (check)
 		check_end(h, w->fn, &ck);
@@ -220,6 +224,7 @@ void *hog_main(void *arg)
 	cpuhog_self = h;
 	h->tid = gettid();
 	h->status_fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
+	sw_init(h);
 	obtain_priority(h, h->ctx->want_priority);
 	/* release: tid and priority fields before the creator reads them */
 	atomic_store_explicit(&h->started, 1, memory_order_release);

@@ -72,6 +72,12 @@
 #define serialize_core cpuhog_i_serialize_core
 #define slot_wait_free cpuhog_i_slot_wait_free
 #define symbol_describe cpuhog_i_symbol_describe
+#define sw_forget cpuhog_i_sw_forget
+#define sw_init cpuhog_i_sw_init
+#define sw_now cpuhog_i_sw_now
+#define sw_slept_since cpuhog_i_sw_slept_since
+#define sw_wait_begin cpuhog_i_sw_wait_begin
+#define sw_wait_end cpuhog_i_sw_wait_end
 #define thread_switches cpuhog_i_thread_switches
 #define wake_hog cpuhog_i_wake_hog
 #define rdv_climb cpuhog_i_rdv_climb
@@ -157,12 +163,21 @@ HIDDEN void poll_exit_all(struct hog *hogs, unsigned int n,
 HIDDEN unsigned int poll_sync(struct ctx *c, unsigned int n);
 HIDDEN bool poll_polling(const struct hog *h);
 
+/* switches.c: whether a hog was switched out, from its rseq area where
+ * it can (under the rooms: report.c and hog.c use it) */
+HIDDEN void sw_init(struct hog *h);
+HIDDEN void sw_now(struct hog *h, struct sw_count *out);
+HIDDEN long sw_slept_since(struct hog *h, const struct sw_count *before);
+HIDDEN void sw_forget(struct hog *h);
+HIDDEN void sw_wait_begin(struct hog *h);
+HIDDEN void sw_wait_end(struct hog *h, int ret);
+
 /* report.c: what check_begin() saw, for check_end() */
 struct check {
-	long nvcsw, minflt;
+	struct sw_count sw;
 	uint64_t t0;
 };
-HIDDEN void check_begin(struct check *ck);
+HIDDEN void check_begin(struct hog *h, struct check *ck);
 HIDDEN void check_end(struct hog *h, cpuhog_fn_t fn, const struct check *ck);
 HIDDEN void redirect_signals(struct hog *h);
 /* "sym (file+0xoff)" for a code address, as addr2line takes it: the
@@ -209,7 +224,7 @@ HIDDEN bool pinned_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu);
 HIDDEN int pin_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu);
 HIDDEN void obtain_priority(struct hog *h, int want);
 HIDDEN void serialize_core(void);
-HIDDEN void thread_switches(long *nvcsw, long *minflt);
+HIDDEN void thread_switches(struct sw_count *out);
 
 static inline void cpu_relax(void)
 {

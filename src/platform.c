@@ -49,9 +49,7 @@ int futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t deadline_ns)
 	/* BITSET takes an absolute CLOCK_MONOTONIC deadline. */
 	r = syscall(SYS_futex, addr, FUTEX_WAIT_BITSET_PRIVATE, val, tsp, NULL,
 		    FUTEX_BITSET_MATCH_ANY);
-	if (r < 0 && errno == ETIMEDOUT)
-		return -ETIMEDOUT;
-	return 0;
+	return r < 0 ? -errno : 0;
 }
 
 /*
@@ -238,15 +236,16 @@ done:
 		h->rt_errno = 0;
 }
 
-/* The calling thread's voluntary context switches and minor faults. */
-void thread_switches(long *nvcsw, long *minflt)
+/* The calling thread's context switches and minor faults. */
+void thread_switches(struct sw_count *out)
 {
 	struct rusage ru;
 
-	*nvcsw = *minflt = 0;
+	out->nv = out->niv = out->flt = 0;
 	if (getrusage(RUSAGE_THREAD, &ru) == 0) {
-		*nvcsw = ru.ru_nvcsw;
-		*minflt = ru.ru_minflt;
+		out->nv = ru.ru_nvcsw;
+		out->niv = ru.ru_nivcsw;
+		out->flt = ru.ru_minflt;
 	}
 }
 

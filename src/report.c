@@ -2,9 +2,10 @@
 /*
  * Checking callbacks.  The kernel disables preemption around a stopper's
  * callback and oopses if it sleeps; user space cannot, so we watch: a
- * voluntary context switch while the callback ran means it blocked, and
- * a wall time over the threshold means it hogged for too long.  Each
- * function is reported once per kind, counted every time.
+ * voluntary context switch while the callback ran means it blocked
+ * (switches.c counts them, mostly without a system call), and a wall
+ * time over the threshold means it hogged for too long.  Each function
+ * is reported once per kind, counted every time.
  */
 #include "internal.h"
 
@@ -63,32 +64,22 @@ static void bump(_Atomic uint64_t *ctr)
 		memory_order_relaxed);
 }
 
-void check_begin(struct check *ck)
-{
-	thread_switches(&ck->nvcsw, &ck->minflt);
-	ck->t0 = now_ns();
-}
-
 /*
- * Whether the callback slept: voluntary switches beyond its minor faults.
- * A minor fault may wait for the mmap lock (another thread's fork() or
- * mmap() holds it), which is the process's doing, not the callback's; a
- * callback that faults often and sleeps once can hide the sleep, and a
- * major fault (disk I/O) still counts as sleeping.
+ * A callback slept if it made voluntary switches beyond its minor faults
+ * (switches.c counts them, without a system call where the hog was not
+ * switched out at all).  A callback that faults often and sleeps once
+ * can hide the sleep, and a major fault (disk I/O) counts as sleeping.
  */
-static long slept_of(const struct check *ck)
+void check_begin(struct hog *h, struct check *ck)
 {
-	long nvcsw, minflt, slept;
-
-	thread_switches(&nvcsw, &minflt);
-	slept = (nvcsw - ck->nvcsw) - (minflt - ck->minflt);
-	return slept > 0 ? slept : 0;
+	sw_now(h, &ck->sw);
+	ck->t0 = now_ns();
 }
 
 void check_end(struct hog *h, cpuhog_fn_t fn, const struct check *ck)
 {
 	uint64_t dt = now_ns() - ck->t0;
-	long slept = slept_of(ck);
+	long slept = sw_slept_since(h, &ck->sw);
 	struct ctx *c = h->ctx;
 	char what[96];
 
@@ -115,6 +106,8 @@ void check_end(struct hog *h, cpuhog_fn_t fn, const struct check *ck)
 			say(h, fn, what, ": hogs freeze their CPU");
 		}
 	}
+	if (slept > 0 || dt > c->overrun_ns)
+		sw_forget(h); /* what we did here may have faulted */
 }
 
 /*

@@ -652,7 +652,7 @@ static void call_fn(struct stop_state *st, struct hog *h)
 	int r, zero = 0;
 
 	if (check)
-		check_begin(&ck); /* a system call: a migration point */
+		check_begin(h, &ck);
 	/* the last look before fn: moved since CHECK, leave fn alone (the
 	 * caller compares fn_runs with fn_want) */
 	if (!on_own_cpu(h))

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/rseq.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -422,5 +423,34 @@ static inline int t_main(const struct CMUnitTest *tests, size_t n, int argc,
 		return t_main(tests, sizeof(tests) / sizeof(tests[0]), argc,   \
 			      argv);                                           \
 	}
+
+/* glibc's rseq area for this thread; NULL where it registered none
+ * (qemu-user, glibc.pthread.rseq=0, glibc before 2.35). */
+static inline struct rseq *t_rseq(void)
+{
+	struct rseq *rs;
+
+	if (__rseq_size < 16)
+		return NULL;
+	rs = (struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);
+	return (int)rs->cpu_id >= 0 ? rs : NULL;
+}
+
+/* A critical section of no instruction, its abort address after the
+ * signature glibc registered: rseq_cs pointing at it restarts nothing,
+ * and the kernel clears it when it switches the thread out (up to 6.18;
+ * src/switches.c). */
+static inline uint64_t t_empty_cs(void)
+{
+	static const struct {
+		uint32_t sig, at;
+	} sig = { RSEQ_SIG, 0 };
+	static const struct rseq_cs cs = {
+		.start_ip = (uint64_t)(uintptr_t)&sig.at,
+		.abort_ip = (uint64_t)(uintptr_t)&sig.at,
+	};
+
+	return (uint64_t)(uintptr_t)&cs;
+}
 
 #endif

@@ -6,6 +6,9 @@
  */
 #include "harness.h"
 
+#include <dirent.h>
+#include <pthread.h>
+#include <spawn.h>
 #include <fcntl.h>
 
 /* Static, and the program built without -rdynamic: dladdr() names
@@ -224,10 +227,251 @@ static void checks_can_be_disabled(void **state)
 	assert_null(strstr(out, "sleepy_callback"));
 }
 
+/* ---- the switch watch (src/switches.c) --------------------------------- */
+
+/* A callback with a critical section of its own (empty, as a library
+ * using rseq leaves it behind): rseq_cs then points at it, not at the
+ * hog's watch. */
+static int with_own_cs(void *sleep)
+{
+	struct rseq *rs = t_rseq();
+
+	if (rs)
+		__atomic_store_n(&rs->rseq_cs, t_empty_cs(), __ATOMIC_RELAXED);
+	if (sleep)
+		usleep(2000);
+	return 7;
+}
+
+static uint64_t slept_now(void)
+{
+	struct cpuhog_info in;
+
+	cpuhog_get_info(&in);
+	return in.slept;
+}
+
+static void own_cs_calls(void)
+{
+	unsigned int cpu = t_nth_cpu(1);
+	uint64_t s0;
+	int i;
+
+	if (hog_one_cpu(cpu, with_own_cs, (void *)1) != 7) /* faults usleep in */
+		_exit(3);
+	s0 = slept_now();
+	for (i = 0; i < 3; i++)
+		if (hog_one_cpu(cpu, with_own_cs, (void *)1) != 7)
+			_exit(3);
+	if (slept_now() - s0 != 3)
+		_exit(5); /* a sleep behind a callback's own section missed */
+	s0 = slept_now();
+	for (i = 0; i < 200; i++)
+		if (hog_one_cpu(cpu, with_own_cs, NULL) != 7 ||
+		    hog_one_cpu(cpu, quick, NULL) != 0)
+			_exit(3);
+	_exit(slept_now() == s0 ? 0 : 6); /* 6: a sleep that was not */
+}
+
+/*
+ * A callback that uses rseq itself leaves rseq_cs pointing at its own
+ * section: the hog must then read its counts, neither missing a sleep
+ * nor seeing one that was not.
+ */
+static void rseq_callbacks_are_checked(void **state)
+{
+	char out[4096];
+	int status;
+
+	(void)state;
+	if (!t_rseq())
+		t_skip("glibc registered no rseq area here (qemu-user, "
+		       "glibc.pthread.rseq=0, glibc before 2.35)");
+	status = run_capturing(own_cs_calls, out, sizeof(out));
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* Every kind of call, quick callbacks only: none may count as asleep. */
+static void quiet_mix(unsigned int flags)
+{
+	struct cpuhog_attr a;
+	cpu_set_t all;
+	int i, bad = 0;
+
+	cpuhog_attr_init(&a);
+	a.flags = flags;
+	if (cpuhog_init(&a) != 0)
+		_exit(3);
+	t_hog_cpus(&all);
+	for (i = 0; i < 1500; i++) {
+		bad += hog_one_cpu(t_nth_cpu(i & 1), quick, NULL) != 0;
+		bad += hog_cpus(sizeof(all), &all, quick, NULL) != 0;
+		bad += stop_machine(quick, NULL, 0, NULL) != 0;
+		bad += hog_synchronize() != 0;
+		if (i % 100 == 0)
+			usleep(3000); /* the hogs' waits: carried or read */
+	}
+	_exit(bad ? 4 : slept_now() ? 5 : 0);
+}
+
+static void quiet_default(void)
+{
+	quiet_mix(0);
+}
+
+static void quiet_strict(void)
+{
+	quiet_mix(CPUHOG_F_STRICT);
+}
+
+/* The counts a hog carries across its own waits (switches.c) never turn
+ * a quick callback into a sleeping one, nor abort strict mode. */
+static void quick_callbacks_never_slept(void **state)
+{
+	char out[4096];
+	int status;
+
+	(void)state;
+	status = run_capturing(quiet_default, out, sizeof(out));
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	status = run_capturing(quiet_strict, out, sizeof(out));
+	if (!WIFEXITED(status))
+		print_message("strict: %s\n", out);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* ---- preempted, not asleep (run without real-time privilege) ------------ */
+
+static _Atomic int compete_stop;
+
+static void *competitor(void *arg)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET((unsigned int)(uintptr_t)arg, &one);
+	sched_setaffinity(0, sizeof(one), &one);
+	while (!atomic_load_explicit(&compete_stop, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+static int spin_4ms(void *arg)
+{
+	uint64_t end = t_now() + 4 * MS;
+
+	(void)arg;
+	while (t_now() < end)
+		;
+	return 0;
+}
+
+/* The involuntary switches of the thread named @comm. */
+static long preemptions_of(const char *comm)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	char path[300], buf[4096], *p;
+	long n = -1;
+
+	while (d && n < 0 && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		t_slurp(path, buf, sizeof(buf));
+		if (strncmp(buf, comm, strlen(comm)) || buf[strlen(comm)] != '\n')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
+			 e->d_name);
+		t_slurp(path, buf, sizeof(buf));
+		if ((p = strstr(buf, "nonvoluntary_ctxt_switches:")))
+			n = atol(p + 27);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* SIGSTOP, then SIGCONT from another process: each waiting hog's futex
+ * wait blocks twice, once stopped (switches.c: a carried count one low).
+ * posix_spawn(), not fork(): a fork's copy-on-write faults in the hogs
+ * would hide what is looked for. */
+static void stop_and_continue(void)
+{
+	char cmd[64];
+	char *argv[] = { "sh", "-c", cmd, NULL };
+	pid_t helper;
+
+	snprintf(cmd, sizeof(cmd), "sleep 0.05; kill -CONT %d", (int)getpid());
+	if (posix_spawn(&helper, "/bin/sh", NULL, NULL, argv, environ) != 0)
+		_exit(3);
+	kill(getpid(), SIGSTOP);
+	waitpid(helper, NULL, 0);
+}
+
+static void preempted_calls(void)
+{
+	unsigned int cpu = t_nth_cpu(1);
+	char comm[32];
+	pthread_t t;
+	long p0, p1;
+	uint64_t s0;
+	int i;
+
+	for (i = 0; i < 8; i++) /* past the hog's warm-up (switches.c) */
+		if (hog_one_cpu(cpu, quick, NULL) != 0)
+			_exit(3);
+	t_sleep_ms(5); /* the hog asleep in its wait */
+	stop_and_continue();
+	snprintf(comm, sizeof(comm), "cpuhog/%u", cpu);
+	p0 = preemptions_of(comm);
+	s0 = slept_now();
+	pthread_create(&t, NULL, competitor, (void *)(uintptr_t)cpu);
+	for (i = 0; i < 40; i++)
+		if (hog_one_cpu(cpu, spin_4ms, NULL) != 0)
+			_exit(3);
+	atomic_store(&compete_stop, 1);
+	pthread_join(t, NULL);
+	p1 = preemptions_of(comm);
+	if (p0 < 0 || p1 - p0 < 3)
+		_exit(7); /* hardly preempted: nothing shown */
+	_exit(slept_now() == s0 ? 0 : 5);
+}
+
+/*
+ * Hogs without real-time privilege share their CPU with a spinner of the
+ * same weight, and each 4 ms callback is preempted: preempted is not
+ * asleep, on a baseline read or carried, and carried across a wait that
+ * a SIGSTOP made block twice.
+ */
+static void nort_preempted_is_not_asleep(void **state)
+{
+	char out[4096];
+	int status;
+
+	(void)state;
+	if (t_can_rt())
+		t_skip("the hogs are real-time here: nothing preempts them "
+		       "(this runs under tests/nort.sh)");
+	status = run_capturing(preempted_calls, out, sizeof(out));
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 7)
+		t_skip("the callbacks were hardly preempted (a busy machine?)");
+	if (WEXITSTATUS(status) != 0)
+		print_message("%s\n", out);
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(sleeping_is_reported),
 	cmocka_unit_test(strict_mode_aborts),
 	cmocka_unit_test(strict_flag_aborts),
 	cmocka_unit_test(overrun_is_reported),
 	cmocka_unit_test(checks_can_be_disabled),
+	cmocka_unit_test(rseq_callbacks_are_checked),
+	cmocka_unit_test(quick_callbacks_never_slept),
+	cmocka_unit_test(nort_preempted_is_not_asleep),
 }))
