@@ -10,11 +10,15 @@
  * preallocated work (its slot) for these calls, so none of them
  * allocates.
  *
- * Kernel entries of hog_cpus() on 2 CPUs (tests/test_entries.c): the
- * caller's two wakes (the remote hog, then its own CPU's, which preempts
- * it); each hog's futex wait and its callback's checks (three).  On N
- * CPUs the caller wakes at most wake_fanout hogs and the hogs the rest
- * (wake.c), and the caller sleeps once if the call outlasts its spin.
+ * Kernel entries of hog_cpus() on 2 CPUs (tests/test_entries.c), 1 + 5:
+ * the caller's one wake, of its own CPU's hog, which wakes the other
+ * (wake.c: a wake the caller still owed could wait behind its own hog);
+ * each hog's futex wait and its callback's signal check, rt_sigpending()
+ * (report.c); the sleep check reads getrusage() only after a callback
+ * that was switched out (switches.c).  In poll mode the other hog's wake
+ * is its poller's (1 + 4).  On N CPUs the caller wakes at most
+ * wake_fanout hogs and the hogs the rest, and the caller sleeps once if
+ * the call outlasts its spin.
  */
 #include "internal.h"
 

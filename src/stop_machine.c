@@ -108,10 +108,12 @@
  * tests/model/stop.pml (flat) and tests/model/tree.pml (the tree) model
  * this rendezvous for spin, in make check.
  *
- * Kernel entries of a stop on 2 CPUs (tests/test_entries.c): the
- * caller's two wakes (it sleeps on the group word without a spin when
- * its own hog preempts it); each hog's futex wait, and the sleep and
- * signal checks around fn (three) where fn runs.  The hogs spin through
+ * Kernel entries of a stop on 2 CPUs (tests/test_entries.c), 1 + 4: the
+ * caller's one wake, of its own CPU's hog, which wakes the other (it
+ * sleeps on the group word without a spin when its own hog preempts it);
+ * each hog's futex wait, and where fn runs its signal check (the sleep
+ * check reads only if fn was switched out: switches.c).  In poll mode
+ * the other hog's wake is its poller's (1 + 3).  The hogs spin through
  * the phases with no system call; a back-off in HOLD costs a yield (see
  * back_off()), a look at a quiet hog a sched_getaffinity().
  */
