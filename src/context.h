@@ -118,7 +118,7 @@ struct hog {
 	void *rseq;
 	struct sw_count sw;
 	enum { SW_NONE, SW_READ, SW_CARRIED } sw_state;
-	unsigned int sw_waits; /* up to SW_WARM */
+	unsigned int sw_waits, sw_checks; /* each up to SW_WARM */
 	/* Stops: the generation this hog holds its CPU for, and when it last
 	 * looked around while spinning (read by the other hogs). */
 	_Atomic uint32_t held_gen;

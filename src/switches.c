@@ -36,17 +36,23 @@
  * baseline a sleep counts only where the involuntary switches did not
  * move (the callback was switched out, and not by preemption: it
  * blocked).  The price is that a callback both preempted and asleep, on a
- * carried baseline, goes unreported; strict mode, which aborts on a
- * report, never carries, and neither does a PREEMPT_RT kernel: they read
- * after every wake (one getrusage per batch).
+ * carried baseline, goes unreported.  A PREEMPT_RT kernel never carries
+ * (it reads after every wake: one getrusage per batch).
  *
  * Minor faults switch nothing, so the watch holds through them, but the
  * check subtracts them (a fault may wait for another thread's mmap
  * lock): faults of the hog's own code between a read and a callback
- * would hide that callback's sleep.  So the hog carries only once warm
- * (SW_WARM), and forgets its counts after a report (sw_forget()), whose
- * paths run for the first time then.  Such a fault only ever hides a
- * sleep; none makes one up.
+ * would hide that callback's sleep.  So the hog reuses a read, or
+ * carries one, only once warm (SW_WARM), and forgets its counts after a
+ * report (sw_forget()), whose paths run for the first time then.  An
+ * 8-vCPU guest, where the next work was often queued before the hog
+ * looked, hid sleeps so in its first callbacks until reads waited for
+ * warmth.  A warm hog faults between callbacks only where the kernel
+ * takes its pages away (NUMA balancing, reclaim, a fork's copy-on-write),
+ * and such a fault only ever hides a sleep; none makes one up.  Strict
+ * mode, which aborts on a report, takes no such chance: it reads before
+ * and after every callback (two getrusage), as the check did before the
+ * watch (strict_sees_sleep_after_a_fault).
  *
  * A callback may use rseq itself and leave rseq_cs pointing at its own
  * section: the watch is then not ours, and the hog reads, as when it was
@@ -201,13 +207,31 @@ void sw_init(struct hog *h)
 	if (h->rseq && !watch_works(h))
 		h->rseq = NULL;
 	h->sw_state = SW_NONE;
-	h->sw_waits = 0;
+	h->sw_waits = h->sw_checks = 0;
+}
+
+/*
+ * A hog's first batches run its code for the first time, and every first
+ * touch of a page is a minor fault, which switches nothing: between a
+ * read and the next callback such faults would count against that
+ * callback's sleeps.  So a hog reuses a read only from its SW_WARM'th
+ * callback on, and carries one across a wait only from its SW_WARM'th
+ * wait on, its paths warm by then.
+ */
+#define SW_WARM 4
+
+/* Whether a read may serve a later callback: not in strict mode, whose
+ * report aborts (it reads before every callback: exact), and only once
+ * the hog's own paths are warm. */
+static bool may_reuse(struct hog *h)
+{
+	return !(h->ctx->flags & CPUHOG_F_STRICT) && h->sw_checks >= SW_WARM;
 }
 
 /* The counts now, reading them only if the watch went. */
 void sw_now(struct hog *h, struct sw_count *out)
 {
-	if (h->sw_state == SW_NONE || !watch_holds(h)) {
+	if (h->sw_state == SW_NONE || !may_reuse(h) || !watch_holds(h)) {
 		arm(h); /* first: a switch after the read clears it */
 		thread_switches(&h->sw);
 		h->sw_state = h->rseq ? SW_READ : SW_NONE;
@@ -226,6 +250,7 @@ long sw_slept_since(struct hog *h, const struct sw_count *before)
 	long slept;
 
 	sw_now(h, &now);
+	h->sw_checks += h->sw_checks < SW_WARM;
 	/* a minor fault may wait for the mmap lock (another thread's
 	 * fork() or mmap()): the process's doing, not the callback's */
 	slept = (now.nv - before->nv) - (now.flt - before->flt);
@@ -248,15 +273,6 @@ void sw_wait_begin(struct hog *h)
 	if (h->sw_state != SW_NONE && !watch_holds(h))
 		h->sw_state = SW_NONE;
 }
-
-/*
- * A hog's first batches run its code for the first time, and every first
- * touch of a page is a minor fault, which switches nothing: between a
- * read and the next callback such faults would count against that
- * callback's sleeps.  So a hog carries only from its SW_WARM'th wait on,
- * its paths warm by then.
- */
-#define SW_WARM 4
 
 /* After it, with its result (0: woken). */
 void sw_wait_end(struct hog *h, int ret)
