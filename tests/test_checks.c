@@ -202,9 +202,15 @@ static void strict_mode_aborts(void **state)
 static void strict_sees_sleep_after_a_fault(void **state)
 {
 	char out[4096];
-	int status = run_strict(sleep_after_a_fault, out, sizeof(out));
+	int status;
 
 	(void)state;
+	/* TSan's usleep() interceptor faults on the hog's thread around the
+	 * sleep (seen: B's own window hid it even when read before and
+	 * after, with usleep(0) run on the hog beforehand) */
+	if (T_TSAN)
+		t_skip("TSan's sleep interceptor faults inside B's own window");
+	status = run_strict(sleep_after_a_fault, out, sizeof(out));
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 7)
 		t_skip("madvise(MADV_DONTNEED) refused on libc's text here");
 	assert_aborted(status, out);
