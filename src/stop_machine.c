@@ -109,8 +109,9 @@
  * this rendezvous for spin, in make check.
  *
  * Kernel entries of a stop on 2 CPUs (tests/test_entries.c), 1 + 4: the
- * caller's one wake, of its own CPU's hog, which wakes the other (it
- * sleeps on the group word without a spin when its own hog preempts it);
+ * caller's one wake, of its own CPU's hog, which wakes the other (its
+ * hog preempts it until its part is done; then it spins, if need be, for
+ * the other's, and sleeps on the group word only past the spin);
  * each hog's futex wait, and where fn runs its signal check (the sleep
  * check reads only if fn was switched out: switches.c).  In poll mode
  * the other hog's wake is its poller's (1 + 3).  The hogs spin through
