@@ -184,13 +184,12 @@ static bool watch_works(struct hog *h)
 	return ok > 0;
 }
 
-/* Whether a woken wait may count as one block: not in strict mode (a
- * report aborts: it must be exact), nor on PREEMPT_RT, where the futex
- * call's own locks may block too. */
-static bool may_carry(struct hog *h)
+/* Whether a woken wait may count as one block: not on PREEMPT_RT, where
+ * the futex call's own locks may block too.  (Strict mode carries too,
+ * but never uses what it carries: may_reuse().) */
+static bool may_carry(void)
 {
-	return !(h->ctx->flags & CPUHOG_F_STRICT) &&
-	       atomic_load_explicit(&carry_ok, memory_order_relaxed) > 0;
+	return atomic_load_explicit(&carry_ok, memory_order_relaxed) > 0;
 }
 
 /* At the hog's start, on its own thread (the rseq area is per thread). */
@@ -282,7 +281,7 @@ void sw_wait_end(struct hog *h, int ret)
 	h->sw_waits += !warm;
 	if (h->sw_state == SW_NONE || watch_holds(h))
 		return; /* unknown, or never switched out: as it was */
-	if (ret == 0 && warm && may_carry(h)) {
+	if (ret == 0 && warm && may_carry()) {
 		h->sw.nv += 1;
 		h->sw_state = SW_CARRIED;
 		arm(h);
