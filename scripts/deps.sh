@@ -13,10 +13,19 @@ else
 	pkgs="cmake make gcc pkg-config libcmocka-dev clang libclang-rt-14-dev
 	      util-linux liburcu-dev rt-tests libdpdk-dev man-db mandoc spin"
 fi
+# A package counts as there only for the architecture asked for: with
+# arm64 added, libcmocka-dev:arm64 alone must not pass for the host's.
+native=$(dpkg --print-architecture)
 need=""
 for p in $pkgs; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
-		need="$need $p"
+	case $p in
+	*:*) want=${p#*:} ;;
+	*) want="$native all" ;;
+	esac
+	dpkg-query -W -f='${Status} ${Architecture}\n' "${p%%:*}" 2>/dev/null |
+		awk -v want="$want" 'BEGIN { split(want, w, " ") }
+		     /ok installed/ { for (i in w) if ($4 == w[i]) ok = 1 }
+		     END { exit !ok }' || need="$need $p"
 done
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" != 0 ]; then
