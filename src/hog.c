@@ -106,7 +106,9 @@ static void hog_count(_Atomic uint64_t *ctr)
 		memory_order_relaxed);
 }
 
-static void run_one(struct hog *h, struct work *w)
+/* Run @w; false, with @w untouched, where the hog's last look before fn
+ * finds it moved off its CPU. */
+static bool run_one(struct hog *h, struct work *w)
 {
 	bool internal = w->flags & W_F_INTERNAL;
 	bool check = !internal && !(h->ctx->flags & CPUHOG_F_NO_CHECKS);
@@ -115,6 +117,12 @@ static void run_one(struct hog *h, struct work *w)
 
 	if (check)
 		check_begin(h, &ck);
+	/* run_batch() looked just before; but check_begin() may make a
+	 * system call (switches.c), and a move during it would run fn
+	 * elsewhere (seen under qemu-user, where every look reads): look
+	 * again after it */
+	if (check && sched_getcpu() != (int)h->cpu)
+		return false;
 	ret = w->fn(w->arg);
 	if (check)
 		check_end(h, w->fn, &ck);
@@ -124,6 +132,17 @@ static void run_one(struct hog *h, struct work *w)
 		redirect_signals(h);
 	hog_count(&h->run);
 	work_finish(w, ret, 1);
+	return true;
+}
+
+/* Where the hog runs, for its own checks and its callers' hints. */
+static void note_where(struct hog *h, bool here)
+{
+	h->off_cpu = !here;
+	h->pinned = h->pinned && here;
+	/* relaxed: a hint for multi-CPU callers, who check it */
+	if (atomic_load_explicit(&h->away, memory_order_relaxed) == here)
+		atomic_store_explicit(&h->away, !here, memory_order_relaxed);
 }
 
 /*
@@ -165,7 +184,8 @@ static bool hog_here(struct hog *h)
 
 /*
  * Run a batch, oldest first.  Before each work the hog checks where it
- * runs (hog_here() at the first, sched_getcpu() after): if the CPU went
+ * runs (hog_here() at the first, sched_getcpu() after, and again in
+ * run_one() after the checks' set-up, just before fn): if the CPU went
  * offline or left the cpuset the kernel has moved us elsewhere, and the
  * works fail with -ENOENT rather than run on a CPU nobody asked for.
  */
@@ -186,18 +206,15 @@ static void run_batch(struct hog *h, struct work *w)
 		struct work *next = w->next; /* before w is finished */
 
 		here = here && sched_getcpu() == (int)h->cpu;
-		h->off_cpu = !here;
-		h->pinned = h->pinned && here;
-		/* relaxed: a hint for multi-CPU callers, who check it */
-		if (atomic_load_explicit(&h->away, memory_order_relaxed) == here)
-			atomic_store_explicit(&h->away, !here,
-					      memory_order_relaxed);
-		if (here || (w->flags & W_F_INTERNAL)) {
-			run_one(h, w);
-		} else {
-			hog_count(&h->refused);
-			work_finish(w, -ENOENT, 0);
+		note_where(h, here);
+		if ((here || (w->flags & W_F_INTERNAL)) && run_one(h, w)) {
+			w = next;
+			continue;
 		}
+		if (here)
+			note_where(h, here = false); /* moved at the last look */
+		hog_count(&h->refused);
+		work_finish(w, -ENOENT, 0);
 		w = next;
 	}
 }

@@ -367,6 +367,15 @@ static inline size_t t_slurp(const char *path, char *buf, size_t size)
 	return n;
 }
 
+/* Stops whose hold the library ended before fn returned (fn overran
+ * overrun_ns, or a held hog's CPU went away): cpuhog_info.holds_released. */
+static inline uint64_t t_holds_released(void)
+{
+	struct cpuhog_info in;
+
+	return cpuhog_get_info(&in) == 0 ? in.holds_released : 0;
+}
+
 /*
  * The hogs' involuntary context switches, summed (/proc/self/task/
  * TID/status): it moves only when the kernel took a CPU from a hog, which

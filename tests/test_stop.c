@@ -134,14 +134,6 @@ static int probes_frozen(void *arg)
 	return moved ? 100 + moved : 0;
 }
 
-static uint64_t holds_released(void)
-{
-	struct cpuhog_info in;
-
-	assert_int_equal(cpuhog_get_info(&in), 0);
-	return in.holds_released;
-}
-
 /*
  * One stop of probes_frozen; a probe that moved counts only if the hold
  * stood: no hog was preempted meanwhile (t_hogs_preempted(): RT
@@ -157,7 +149,7 @@ static bool frozen_stop(size_t setsize, const cpu_set_t *set)
 
 	for (tries = 0; tries < 5; tries++) {
 		unsigned long pre = t_hogs_preempted();
-		uint64_t released = holds_released();
+		uint64_t released = t_holds_released();
 
 		r = stop_machine(probes_frozen, NULL, setsize, set);
 		if (r == -ETIMEDOUT && getenv("CPUHOG_GUEST")) {
@@ -177,7 +169,7 @@ static bool frozen_stop(size_t setsize, const cpu_set_t *set)
 			continue;
 		}
 		if (r <= 100 || (t_hogs_preempted() == pre &&
-				 holds_released() == released)) {
+				 t_holds_released() == released)) {
 			assert_int_equal(r, 0);
 			return true;
 		}
@@ -185,7 +177,7 @@ static bool frozen_stop(size_t setsize, const cpu_set_t *set)
 			      "preempted +%lu, holds released +%llu): %d probes "
 			      "moved; again\n",
 			      t_hogs_preempted() - pre,
-			      (unsigned long long)(holds_released() - released),
+			      (unsigned long long)(t_holds_released() - released),
 			      r - 100);
 	}
 	return false;
