@@ -135,6 +135,13 @@ static bool run_one(struct hog *h, struct work *w)
 	return true;
 }
 
+/* A work for a CPU the hog is not on: it fails, and fn never runs. */
+static void refuse(struct hog *h, struct work *w)
+{
+	hog_count(&h->refused);
+	work_finish(w, -ENOENT, 0);
+}
+
 /* Where the hog runs, for its own checks and its callers' hints. */
 static void note_where(struct hog *h, bool here)
 {
@@ -207,14 +214,13 @@ static void run_batch(struct hog *h, struct work *w)
 
 		here = here && sched_getcpu() == (int)h->cpu;
 		note_where(h, here);
-		if ((here || (w->flags & W_F_INTERNAL)) && run_one(h, w)) {
-			w = next;
-			continue;
+		if (!here && !(w->flags & W_F_INTERNAL)) {
+			refuse(h, w);
+		} else if (!run_one(h, w)) { /* moved at the last look */
+			here = false;
+			note_where(h, here);
+			refuse(h, w);
 		}
-		if (here)
-			note_where(h, here = false); /* moved at the last look */
-		hog_count(&h->refused);
-		work_finish(w, -ENOENT, 0);
 		w = next;
 	}
 }

@@ -408,6 +408,31 @@ static inline unsigned long t_hogs_preempted(void)
 	return sum;
 }
 
+/*
+ * Whether a stop in which a probe on a held CPU ran says anything of the
+ * hold: not where the kernel preempted a hog since @pre (RT throttling:
+ * t_hogs_preempted()), nor where the library ended the hold as documented
+ * since @released (fn past overrun_ns: t_holds_released()), nor under
+ * qemu-user, whose threads sleep inside the emulator while it runs one
+ * of them alone (its exclusive sections).  Where it says nothing, prints
+ * why, with @moved (what the probes did), for a test that tries again.
+ */
+static inline bool t_hold_stood(unsigned long pre, uint64_t released,
+				int moved)
+{
+	unsigned long preempted = t_hogs_preempted() - pre;
+	uint64_t ended = t_holds_released() - released;
+
+	if (!preempted && !ended && !t_qemu_user())
+		return true;
+	print_message("the hold was broken during the stop (hogs preempted "
+		      "+%lu, holds released +%llu%s): the probes moved %d; "
+		      "again\n",
+		      preempted, (unsigned long long)ended,
+		      t_qemu_user() ? ", under qemu-user" : "", moved);
+	return false;
+}
+
 static inline int t_main(const struct CMUnitTest *tests, size_t n, int argc,
 			 char **argv)
 {

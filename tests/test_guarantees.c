@@ -270,30 +270,6 @@ static int spin_5ms_watching(void *arg)
 	return (int)(atomic_load(&probe_wakes) - before);
 }
 
-/*
- * Whether a stop in which the probe woke @woke times says anything of
- * the hold, as test_stop's frozen_stop() judges it: not where the kernel
- * preempted a hog (RT throttling), nor where the library ended the hold
- * as documented (holds_released: fn past overrun_ns), nor under
- * qemu-user, whose threads sleep inside the emulator while it runs one
- * of them alone (its exclusive sections; CI saw fn's hog "slept (2
- * voluntary context switches)" as the probe woke once).  Such a stop is
- * retried, and says so.
- */
-static bool hold_stood(unsigned long pre, uint64_t released, int woke)
-{
-	unsigned long preempted = t_hogs_preempted() - pre;
-	uint64_t ended = t_holds_released() - released;
-
-	if (!preempted && !ended && !t_qemu_user())
-		return true;
-	print_message("the probe woke %d times with the hold broken (hogs "
-		      "preempted +%lu, holds released +%llu%s); again\n",
-		      woke, preempted, (unsigned long long)ended,
-		      t_qemu_user() ? ", qemu-user" : "");
-	return false;
-}
-
 static void hold_survives_long_fn(void **state)
 {
 	struct sched_param sp;
@@ -344,7 +320,7 @@ static void hold_survives_long_fn(void **state)
 			continue;
 		}
 		assert_true(r >= 0);
-		if (r > 0 && !hold_stood(pre, released, r))
+		if (r > 0 && !t_hold_stood(pre, released, r))
 			continue;
 		moved += r;
 		runs++;
