@@ -146,7 +146,9 @@ static bool take(int sig, siginfo_t *si)
  * where a thread that does not block it takes it.  Signals pending on the
  * process (a SIGCHLD that the application reads with sigwaitinfo) show in
  * sigpending() too, and are left alone: only the hog's own are taken.
- * Costs one rt_sigpending() per callback, more only when one is pending.
+ * Costs one rt_sigpending() per callback, more only when one is pending;
+ * a hog's callback work makes it after publishing the completion, a
+ * stop's fn before (hog.c, stop_machine.c).
  */
 void redirect_signals(struct hog *h)
 {

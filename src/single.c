@@ -14,7 +14,8 @@
  * tests/test_entries.c): the caller's futex wake of the sleeping hog,
  * none when the hog answers within the caller's spin; the hog's futex
  * wait (both are the job), then the checks' price: one rt_sigpending()
- * for signals raised in the callback.  The sleep check costs nothing
+ * for signals raised in the callback, made once the caller has been
+ * answered (hog.c, run_one()).  The sleep check costs nothing
  * where the hog was not switched out during the callback (switches.c),
  * and one getrusage() after a callback that was, or two per callback
  * on a kernel whose rseq cannot tell (6.19 on).  The hog reads its
