@@ -22,12 +22,12 @@
  * A hog's kernel entries per work: its futex wait (the job), then the
  * checks' price: one rt_sigpending() for signals raised in the callback
  * (report.c), made after the work's completion is published, and the
- * sleep check's getrusage() only after a callback
- * that was switched out (switches.c, which the hog tells of its own
- * waits: sw_wait_begin(), sw_wait_end()).  The affinity is read only now
- * and then (hog_here()).  The calls are above
- * this file (single.c, multi.c, stop_machine.c, sched.c); the hogs are
- * made and stopped by lifecycle.c, and waking one is wake.c's.
+ * sleep check's getrusage() only after a callback that was switched out
+ * (switches.c, which the hog tells of its own waits: sw_wait_begin(),
+ * sw_wait_end()).  The affinity is read only now and then (hog_here()).
+ * The calls are above this file (single.c, multi.c, stop_machine.c,
+ * sched.c); the hogs are made and stopped by lifecycle.c, and waking one
+ * is wake.c's.
  */
 #include "internal.h"
 
