@@ -204,6 +204,15 @@ struct ctx {
 	size_t stack_size;
 	uint64_t overrun_ns, stop_timeout_ns, spin_ns, poll_ns;
 	bool rt_ok; /* every hog runs SCHED_FIFO */
+	cpu_set_t *possible; /* every CPU the kernel may bring up */
+	/* An explicit set that leaves out a possible CPU, and then the
+	 * watcher, whose affinity tells where our threads may go
+	 * (lifecycle.c, watch_main()): its tid, and 0 starting, 1 running,
+	 * 2 told to stop (a futex). */
+	bool partial, watching;
+	pid_t watch_tid;
+	_Atomic uint32_t watch_state;
+	pthread_t watcher;
 
 	/* Multi-CPU calls. */
 	pthread_mutex_t multi_lock;
@@ -225,6 +234,8 @@ struct ctx {
 	/* hog_synchronize()'s passes: twice the passes begun, plus one while
 	 * one runs (odd); written under multi_lock (sched.c) */
 	_Atomic uint64_t sync_seq;
+	bool sync_failed; /* under multi_lock: the last pass timed out */
+	uint32_t sync_left; /* under multi_lock: sync_poll()'s last count */
 
 	/* Poll mode: hog_synchronize()'s generation, the pollers' acks. */
 	_Atomic uint32_t sync_gen;

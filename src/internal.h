@@ -26,6 +26,7 @@
 #define check_end cpuhog_i_check_end
 #define cpuhog_self cpuhog_i_self
 #define call_enter cpuhog_i_call_enter
+#define call_exclusive cpuhog_i_call_exclusive
 #define call_leave cpuhog_i_call_leave
 #define in_call cpuhog_i_in_call
 #define ctx_get cpuhog_i_ctx_get
@@ -78,7 +79,9 @@
 #define sw_slept_since cpuhog_i_sw_slept_since
 #define sw_wait_begin cpuhog_i_sw_wait_begin
 #define sw_wait_end cpuhog_i_sw_wait_end
+#define thread_start cpuhog_i_thread_start
 #define thread_switches cpuhog_i_thread_switches
+#define uncovered cpuhog_i_uncovered
 #define wake_hog cpuhog_i_wake_hog
 #define rdv_climb cpuhog_i_rdv_climb
 #define rdv_nodes cpuhog_i_rdv_nodes
@@ -137,6 +140,7 @@ HIDDEN void group_kick(struct group *g);
 HIDDEN struct ctx *ctx_get(int *err);
 HIDDEN struct ctx *call_enter(int *err);
 HIDDEN void call_leave(void);
+HIDDEN int call_exclusive(const struct ctx *c);
 
 /* multi.c */
 HIDDEN unsigned int multi_select(struct ctx *c, size_t setsize,
@@ -152,6 +156,7 @@ HIDDEN int multi_result(struct ctx *c, unsigned int n, bool *ran_any);
 HIDDEN int multi_lock(struct ctx *c, bool try);
 HIDDEN void multi_unlock(struct ctx *c);
 HIDDEN bool hog_usable(struct hog *h, cpu_set_t *scratch, size_t size);
+HIDDEN bool uncovered(struct ctx *c);
 
 /* poll.c */
 HIDDEN bool poll_offer(struct hog *h);
@@ -222,6 +227,9 @@ HIDDEN bool mask_allows(int status_fd, size_t setsize, cpu_set_t *scratch,
 			unsigned int cpu);
 HIDDEN bool pinned_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu);
 HIDDEN int pin_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu);
+HIDDEN int thread_start(pthread_t *t, pthread_attr_t *pa, size_t setsize,
+			const cpu_set_t *one, const cpu_set_t *wide,
+			void *(*fn)(void *), void *arg);
 HIDDEN void obtain_priority(struct hog *h, int want);
 HIDDEN void serialize_core(void);
 HIDDEN void thread_switches(struct sw_count *out);

@@ -125,6 +125,27 @@ bool hog_usable(struct hog *h, cpu_set_t *scratch, size_t size)
 	       CPU_ISSET_S(h->cpu, size, scratch);
 }
 
+/*
+ * Whether a thread of ours may run on a CPU that has no hog: only where
+ * an explicit set left CPUs out (c->partial); the watcher's affinity is
+ * where our threads may go (lifecycle.c).  Under multi_lock.
+ */
+bool uncovered(struct ctx *c)
+{
+	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
+	unsigned int cpu;
+
+	if (!c->partial)
+		return false;
+	CPU_ZERO_S(sz, c->mscratch2);
+	if (sched_getaffinity(c->watch_tid, sz, c->mscratch2) < 0)
+		return true;
+	for (cpu = 0; cpu < c->nr_cpu_ids; cpu++)
+		if (CPU_ISSET_S(cpu, sz, c->mscratch2) && !c->by_cpu[cpu])
+			return true;
+	return false;
+}
+
 /* The hogs of @cpus whose CPUs are usable, in topology order (the wake
  * tree's), into c->msel. */
 unsigned int multi_select(struct ctx *c, size_t setsize, const cpu_set_t *cpus)
@@ -265,6 +286,8 @@ int multi_wait(struct ctx *c, uint64_t deadline,
 			s |= 1;
 		}
 		timed_out = futex_wait(&g->seq, s, deadline) == -ETIMEDOUT;
+		if (timed_out && !poll)
+			return pending(c) ? -ETIMEDOUT : 0;
 	}
 }
 
@@ -324,7 +347,9 @@ static int do_hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
 	n = multi_select(c, setsize, cpus);
 	if (ran) /* after the selection: @ran may be @cpus */
 		CPU_ZERO_S(setsize, ran);
-	gen = n ? multi_reserve(c, n, try ? 0 : NO_DEADLINE) : -ENOENT;
+	gen = !n		    ? -ENOENT
+	      : call_exclusive(c) ? -EPERM
+				  : multi_reserve(c, n, try ? 0 : NO_DEADLINE);
 	r = gen == -ETIMEDOUT ? -EAGAIN /* try: a slot held by a stop */
 	    : gen < 0	      ? (int)gen
 			      : 0;

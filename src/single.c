@@ -48,9 +48,10 @@ int hog_one_cpu(unsigned int cpu, cpuhog_fn_t fn, void *arg)
 	if (!c)
 		return err;
 	h = hog_of(c, cpu);
-	if (!h) {
+	err = !h ? -ENOENT : call_exclusive(c);
+	if (err) {
 		call_leave();
-		return -ENOENT;
+		return err;
 	}
 	atomic_init(&w.state, W_QUEUED);
 	queue_work(h, &w);
@@ -79,7 +80,8 @@ bool hog_one_cpu_nowait(unsigned int cpu, cpuhog_fn_t fn, void *arg,
 	h = hog_of(c, cpu);
 	/* acquire: a previous run's hog is done with the buffer.  The CAS
 	 * also settles two callers racing for one buffer. */
-	if (!h || !atomic_compare_exchange_strong_explicit(
+	if (!h || call_exclusive(c) ||
+	    !atomic_compare_exchange_strong_explicit(
 			  &w->state, &s, W_QUEUED, memory_order_acquire,
 			  memory_order_relaxed)) {
 		ctx_put();

@@ -840,13 +840,39 @@ static struct ctx *stop_enter(cpuhog_fn_t fn, int *err)
 	c = call_enter(err);
 	if (!c)
 		return NULL;
-	if (!c->rt_ok && !(c->flags & CPUHOG_F_WEAK_STOP)) {
-		call_leave();
-		*err = -EPERM;
-		return NULL;
-	}
 	multi_lock(c, false);
 	return c;
+}
+
+/*
+ * The hogs a stop_machine() holds, into c->msel in the wake tree's order:
+ * those whose CPUs can be had, and, where an explicit set left CPUs out,
+ * only within where our threads may go (uncovered() reads it into
+ * mscratch2; it tells of a CPU gone before its hog can).  *gap: a thread
+ * of ours may run on a CPU that has no hog.
+ */
+static unsigned int stop_select(struct ctx *c, bool *gap)
+{
+	size_t sz = c->stop->masksize;
+	unsigned int i, m = 0, n = multi_select(c, sz, c->possible);
+
+	*gap = uncovered(c);
+	for (i = 0; i < n; i++)
+		if (!c->partial || CPU_ISSET_S(c->msel[i]->cpu, sz, c->mscratch2))
+			c->msel[m++] = c->msel[i];
+	return m;
+}
+
+/* Whether every CPU fn is asked to run on is among the @n held. */
+static bool fn_cpus_held(struct ctx *c, unsigned int n)
+{
+	struct stop_state *st = c->stop;
+	unsigned int i, want = (unsigned int)CPU_COUNT_S(st->masksize,
+							 st->fn_mask);
+
+	for (i = 0; i < n; i++)
+		want -= CPU_ISSET_S(c->msel[i]->cpu, st->masksize, st->fn_mask);
+	return want == 0;
 }
 
 static void stop_leave(struct ctx *c)
@@ -866,7 +892,8 @@ static int set_fn_mask(struct ctx *c, size_t setsize, const cpu_set_t *cpus)
 	for (cpu = 0; cpu < bits; cpu++) {
 		if (!CPU_ISSET_S(cpu, setsize, cpus))
 			continue;
-		if (cpu >= c->nr_cpu_ids || !c->by_cpu[cpu])
+		if (cpu >= c->nr_cpu_ids || !c->by_cpu[cpu] ||
+		    !hog_usable(c->by_cpu[cpu], c->mscratch, st->masksize))
 			return -ENOENT;
 		CPU_SET_S(cpu, st->masksize, st->fn_mask);
 		n++;
@@ -878,24 +905,30 @@ int stop_machine(cpuhog_fn_t fn, void *data, size_t setsize,
 		 const cpu_set_t *cpus)
 {
 	struct stop_state *st;
-	unsigned int i;
+	unsigned int i, n;
 	struct ctx *c;
+	bool gap;
 	int r;
 
 	c = stop_enter(fn, &r);
 	if (!c)
 		return r;
 	st = c->stop;
+	CPU_ZERO_S(st->masksize, st->fn_mask);
 	r = cpus ? set_fn_mask(c, setsize, cpus) : 0;
+	n = r ? 0 : stop_select(c, &gap);
+	if (r == 0)
+		r = !n || !fn_cpus_held(c, n) ? -ENOENT
+		    : gap && !(c->flags & CPUHOG_F_WEAK) ? -EPERM
+							 : call_exclusive(c);
 	if (r == 0) {
-		for (i = 0; i < c->nr_hogs; i++) { /* the wake tree's order */
-			bool f = cpus && CPU_ISSET_S(c->by_topo[i]->cpu,
+		for (i = 0; i < n; i++) {
+			bool f = cpus && CPU_ISSET_S(c->msel[i]->cpu,
 						     st->masksize, st->fn_mask);
 
-			c->msel[i] = c->by_topo[i];
 			c->mflags[i] = f ? W_F_RUNS_FN | W_F_NEEDED : 0;
 		}
-		r = stop_run(c, c->nr_hogs, fn, data, !cpus);
+		r = stop_run(c, n, fn, data, !cpus);
 	}
 	stop_leave(c);
 	return r;
@@ -915,8 +948,11 @@ int stop_two_cpus(unsigned int cpu1, unsigned int cpu2, cpuhog_fn_t fn,
 		return r;
 	h1 = hog_of(c, cpu1);
 	h2 = hog_of(c, cpu2);
-	r = -ENOENT;
-	if (h1 && h2) {
+	r = h1 && h2 && hog_usable(h1, c->mscratch, c->stop->masksize) &&
+			    hog_usable(h2, c->mscratch, c->stop->masksize)
+		    ? call_exclusive(c)
+		    : -ENOENT;
+	if (r == 0) {
 		/* CPU order, like every multi-CPU call; both needed */
 		bool first = cpu1 < cpu2;
 

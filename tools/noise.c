@@ -694,9 +694,11 @@ int cmd_noise(int argc, char **argv)
 	}
 	catch_stops(); /* from here a signal ends the run with its summary */
 	cpuhog_attr_init(&a);
+	/* without real time it measures all the same, and says so */
+	a.flags = CPUHOG_F_WEAK;
 	/* a slice is long on purpose: no overrun report for it */
 	a.overrun_ns = (run.rest ? SLICE_NS : o.duration) + 1000000000ull;
-	if (cpuhog_init(&a) < 0) {
+	if (tool_start(&a) < 0) {
 		fprintf(stderr, "cpuhog noise: cannot start the hogs\n");
 		return EXIT_RUNTIME;
 	}

@@ -238,9 +238,12 @@ int cmd_stall(int argc, char **argv)
 	if (r)
 		return r;
 	cpuhog_attr_init(&a);
+	/* without real time a stall of some CPUs is still a load (said
+	 * below); a stop of all is refused before it runs */
+	a.flags = CPUHOG_F_WEAK;
 	a.overrun_ns = o.len + 1000000000ull; /* long on purpose: no report */
 	a.stop_timeout_ns = 200000000ull;
-	if (cpuhog_init(&a) < 0) {
+	if (tool_start(&a) < 0) {
 		fprintf(stderr, "cpuhog stall: cannot start the hogs\n");
 		return EXIT_RUNTIME;
 	}

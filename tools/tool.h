@@ -28,6 +28,10 @@ struct tool_set {
  * Returns the count, or -EXIT_USAGE / -EXIT_RUNTIME after a message. */
 int tool_cpus(const char *cmd, const char *list, struct tool_set *out,
 	      int *all);
+/* Start the hogs with @a (NULL: the defaults) on the CPUs this command
+ * was started on (taskset, numactl), as oslat and rtla keep to theirs:
+ * the library's own default is every CPU.  Returns cpuhog_init()'s. */
+int tool_start(struct cpuhog_attr *a);
 /* Parse a duration option; -1 after a message. */
 int tool_duration(const char *cmd, const char *opt, const char *s,
 		  uint64_t *ns);
