@@ -276,7 +276,8 @@ CPUHOG_API int cpuhog_init(const struct cpuhog_attr *attr);
  *
  * Waits for calls in progress and for queued works, which still run.
  * Calls that start meanwhile return -ESHUTDOWN; calls after it
- * initialise again.
+ * initialise again.  dlclose() of the library, and exit() with no call
+ * in progress, do the same, joining the hogs for at most 250 ms.
  * Context: may sleep; does nothing from hog context.
  */
 CPUHOG_API void cpuhog_shutdown(void);
@@ -341,7 +342,9 @@ CPUHOG_API bool hog_one_cpu_nowait(unsigned int cpu, cpuhog_fn_t fn, void *arg,
  * queued anew); -ENOENT if the work did not run, which includes a work
  * queued by the parent of a forked child, waited for in the child (it
  * runs in the parent only); -EINVAL for a buffer never queued; -EDEADLK
- * from hog context.
+ * from hog context, or from a signal handler whose thread was inside a
+ * call of the library (perhaps the hog_one_cpu_nowait() queueing this
+ * very buffer).
  */
 CPUHOG_API int hog_work_wait(struct cpuhog_work *work_buf);
 

@@ -258,6 +258,7 @@ HIDDEN void ctx_put(void);	 /* give back ctx_ref()'s or ctx_get()'s */
 HIDDEN void ctx_publish(struct ctx *c);
 HIDDEN struct ctx *ctx_current(void); /* a peek, under the init lock */
 HIDDEN struct ctx *ctx_retire(void);
+HIDDEN bool ctx_quiet(void);
 HIDDEN struct ctx *ctx_forget(void); /* a forked child's, no waiting */
 HIDDEN struct hog *hog_of(struct ctx *c, unsigned int cpu);
 
@@ -267,6 +268,11 @@ HIDDEN extern _Thread_local struct hog *cpuhog_self; /* NULL: not a hog */
  * or cpuhog_shutdown(): a signal handler of this thread must not enter
  * another.  Written and read by one thread, its handlers included. */
 HIDDEN extern _Thread_local volatile sig_atomic_t in_call;
+/* References this thread holds (ctx_ref() to ctx_put()), its handlers'
+ * included: a handler that finds one must not wait for the context to
+ * drain, nor for what its thread was doing (cpuhog_shutdown(),
+ * hog_work_wait()). */
+HIDDEN extern _Thread_local volatile sig_atomic_t ctx_held;
 HIDDEN extern _Atomic uint64_t g_spin_ns; /* hog_work_wait() holds no
 					     reference to the context */
 HIDDEN extern _Atomic uint32_t g_epoch;  /* moves on in a forked child */

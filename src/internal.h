@@ -30,11 +30,13 @@
 #define call_leave cpuhog_i_call_leave
 #define in_call cpuhog_i_in_call
 #define ctx_get cpuhog_i_ctx_get
+#define ctx_held cpuhog_i_ctx_held
 #define ctx_put cpuhog_i_ctx_put
 #define ctx_ref cpuhog_i_ctx_ref
 #define ctx_publish cpuhog_i_ctx_publish
 #define ctx_current cpuhog_i_ctx_current
 #define ctx_retire cpuhog_i_ctx_retire
+#define ctx_quiet cpuhog_i_ctx_quiet
 #define ctx_forget cpuhog_i_ctx_forget
 #define deadline_in cpuhog_i_deadline_in
 #define futex_wait cpuhog_i_futex_wait

@@ -206,7 +206,9 @@ static void watch_stop(struct ctx *c)
 	c->watching = false;
 }
 
-static void hogs_stop(struct ctx *c)
+/* Stop every hog once its queue is drained, and join them, until
+ * @until (CLOCK_REALTIME; NULL: for ever).  false: one is still running. */
+static bool hogs_stop(struct ctx *c, const struct timespec *until)
 {
 	unsigned int i;
 
@@ -218,9 +220,12 @@ static void hogs_stop(struct ctx *c)
 		wake_hog(&c->hogs[i]);
 	}
 	for (i = 0; i < c->nr_hogs; i++)
-		pthread_join(c->hogs[i].thread, NULL);
+		if (until ? pthread_timedjoin_np(c->hogs[i].thread, NULL, until)
+			  : pthread_join(c->hogs[i].thread, NULL))
+			return false;
 	watch_stop(c);
 	pthread_mutex_destroy(&c->multi_lock);
+	return true;
 }
 
 /*
@@ -576,7 +581,7 @@ static int ctx_create(const struct cpuhog_attr *a, struct ctx **out)
 		if (r == 0)
 			r = watch_start(c);
 		if (r < 0)
-			hogs_stop(c);
+			hogs_stop(c, NULL);
 		else
 			tree_setup(c), pollers_start(c);
 	}
@@ -707,27 +712,39 @@ static void unlock_init(int was)
 }
 
 /*
- * exit(): stop the pollers, so that the process does not wait for a
- * SCHED_IDLE poller's turn on a busy CPU to be gone (poll.c).  Counted as
- * a user, as any call: a shutdown in another thread then waits for us
- * before it stops the pollers.
+ * dlclose() or exit(): the hogs must not outlive the code they run.  With
+ * no call in progress the library shuts down, its hogs joined for at most
+ * 250 ms (a hog queued behind another process's real-time thread is left
+ * to the process's end, its context not freed).  With one in progress
+ * (exit() from another thread), only the pollers are stopped, so that the
+ * process does not wait for a SCHED_IDLE poller's turn on a busy CPU to
+ * be gone (poll.c); the call holds the context, and the process's end
+ * takes the hogs.  250 ms: it takes microseconds where they can run, and
+ * a poller's rounds nap, so it gets its CPU even from a real-time thread
+ * of ours there; 20 ms was too short for a 16-vCPU guest whose vCPUs the
+ * host runs late.
  */
-__attribute__((destructor)) static void pollers_stop_at_exit(void)
+__attribute__((destructor)) static void unload(void)
 {
 	struct timespec until;
 	struct ctx *c;
+	int was;
 
-	c = ctx_ref();
-	/* 250 ms for them all to be gone: it takes microseconds where they
-	 * can run, and the rounds nap, so a poller gets its CPU even from
-	 * a real-time thread of ours there; 20 ms was too short for a
-	 * 16-vCPU guest whose vCPUs the host runs late */
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_nsec += 250000000;
 	if (until.tv_nsec >= 1000000000) {
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000;
 	}
+	if (cpuhog_self || in_call || ctx_held || (was = lock_init()) < 0)
+		return;
+	c = ctx_quiet() ? ctx_retire() : NULL;
+	if (c && hogs_stop(c, &until))
+		ctx_free(c);
+	unlock_init(was);
+	if (c)
+		return;
+	c = ctx_ref(); /* a call in progress: a shutdown now waits for us */
 	if (c) {
 		poll_exit_all(c->hogs, c->nr_hogs, &until);
 		ctx_put();
@@ -741,12 +758,12 @@ void cpuhog_shutdown(void)
 
 	/* inside a call (a handler interrupted it): that call counts in
 	 * g_users, which would never drain */
-	if (cpuhog_self || in_call || (was = lock_init()) < 0)
+	if (cpuhog_self || in_call || ctx_held || (was = lock_init()) < 0)
 		return;
 	if (ctx_current()) {
 		atomic_store(&g_shutting, true);
 		c = ctx_retire();
-		hogs_stop(c); /* drains every queue */
+		hogs_stop(c, NULL); /* drains every queue */
 		ctx_free(c);
 		atomic_store(&g_shutting, false);
 	}

@@ -129,7 +129,10 @@ int hog_work_wait(struct cpuhog_work *work_buf)
 	s = atomic_load_explicit(&w->state, memory_order_acquire);
 	if ((s & W_STATE) != W_QUEUED && (s & W_STATE) != W_DONE)
 		return -EINVAL;
-	if (cpuhog_self)
+	/* from hog context, or from a handler whose thread is inside a
+	 * call: perhaps the very hog_one_cpu_nowait() that marked this
+	 * buffer queued and has not pushed it yet */
+	if (cpuhog_self || in_call || ctx_held)
 		return -EDEADLK;
 	if (forked_away(w, s))
 		return -ENOENT;
