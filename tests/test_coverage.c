@@ -55,26 +55,39 @@ static int watch(void *arg)
 /*
  * STOPS stops while a thread of ours counts on @cpu: each must either keep
  * it off its CPU (0) or refuse (an error, fn run nowhere).  Returns how
- * many returned 0 while the counter moved.
+ * many returned 0 while the counter moved.  A stop during which the
+ * kernel preempted a hog (RT throttling, in a guest whose vCPUs the host
+ * runs late: the header's documented limit) says nothing of the library:
+ * it is printed, not judged, and the next waits a second for the RT
+ * budget to come back.
  */
 static int stops_beside(unsigned int cpu)
 {
 	struct counter k = { .cpu = cpu };
+	unsigned long pre;
 	pthread_t t;
-	int i, bad = 0, r;
+	int i, bad = 0, judged = 0, r;
 
 	assert_int_equal(pthread_create(&t, NULL, count_loop, &k), 0);
 	assert_true(t_spin_until(&k.running, 5000 * MS));
 	while (atomic_load(&k.n) < 1000)
 		t_sleep_ms(1);
-	for (i = 0; i < STOPS; i++) {
+	for (i = 0; judged < STOPS && i < 4 * STOPS; i++) {
+		pre = t_hogs_preempted();
 		r = stop_machine(watch, &k, 0, NULL);
-		if (r == 1)
-			bad++;
+		assert_true(r == 0 || r == 1 || r == -ENOENT);
+		if (t_hogs_preempted() != pre) {
+			print_message("stop %d: %d, a hog preempted by the "
+				      "kernel: not judged\n", i, r);
+			t_sleep_ms(1000);
+			continue;
+		}
+		judged++;
+		bad += r == 1;
 		print_message("stop %d: %d%s\n", i, r,
 			      r == 1 ? " (our thread ran beside fn)" : "");
-		assert_true(r == 0 || r == 1 || r == -ENOENT);
 	}
+	assert_int_equal(judged, STOPS);
 	atomic_store(&k.stop, 1);
 	pthread_join(t, NULL);
 	return bad;
