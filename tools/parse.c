@@ -195,16 +195,3 @@ void format_duration(uint64_t ns, char *buf, size_t size)
 	else
 		snprintf(buf, size, "%.3f s", ns / 1e9);
 }
-
-int parse_run_duration(const char *s, uint64_t *ns, char *err, size_t errsize)
-{
-	char buf[64];
-	size_t n = s ? strlen(s) : 0;
-
-	/* a bare number is seconds, as rt-tests take -D */
-	if (n && n < sizeof(buf) - 1 && isdigit((unsigned char)s[n - 1])) {
-		snprintf(buf, sizeof(buf), "%ss", s);
-		return parse_duration(buf, ns, err, errsize);
-	}
-	return parse_duration(s, ns, err, errsize);
-}
