@@ -17,11 +17,11 @@
 # 10x, counting anything under 10 us as 10 us.
 # usage: oslat_test.sh CPUHOG      (skipped: exit 77, without oslat)
 set -u
-command -v oslat >/dev/null || { echo "SKIP: oslat (rt-tests) not installed"; exit 77; }
-[ "$(nproc)" -ge 2 ] || { echo "SKIP: needs 2 CPUs"; exit 77; }
+command -v oslat >/dev/null || { echo "skipped: oslat (rt-tests) not installed"; exit 77; }
+[ "$(nproc)" -ge 2 ] || { echo "skipped: needs 2 CPUs"; exit 77; }
 cpu=$(($(nproc) - 1))
 if ! "$1" info | grep -q "^hog scheduling: *SCHED_FIFO priority 99"; then
-	echo "SKIP: no SCHED_FIFO 99 here (oslat -f 99 needs it too)"
+	echo "skipped: no SCHED_FIFO 99 here (oslat -f 99 needs it too)"
 	exit 77
 fi
 runtime=$(cat /proc/sys/kernel/sched_rt_runtime_us 2>/dev/null || echo "?")
