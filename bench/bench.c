@@ -854,11 +854,8 @@ int cmd_bench(int argc, char **argv)
 		case 'b': o.budget_ms = atof(optarg); break;
 		case 'g':
 			/* a duration like every other; the helpers get us */
-			if (strcmp(optarg, "0") &&
-			    tool_duration("bench", "--gap", optarg, &bench_gap_ns))
+			if (tool_duration("bench", "--gap", optarg, &bench_gap_ns))
 				return EXIT_USAGE;
-			if (!strcmp(optarg, "0"))
-				bench_gap_ns = 0;
 			if (bench_gap_ns > 100000000ull) {
 				fprintf(stderr, "cpuhog bench: --gap takes 0 to 100ms\n");
 				return EXIT_USAGE;

@@ -127,6 +127,8 @@ expect 2 "needs --cpus" noise --duration 1s
 # in an 8-vCPU guest, where a gap can last milliseconds)
 expect 0 "measured 0\.05[0-9] s of " noise --cpus 0 --duration 0.05s
 expect 2 "needs a unit: ns, us, ms, s, m or h" noise --cpus 0 --duration 0.05
+expect 2 "needs --duration D (-D), above 0" noise --cpus 0 --duration 0
+expect 2 "period above 0" stall -c 0 -D 1ms -i 0
 expect 2 "needs a unit" noise -c 0 -D 1s -T 5
 expect 2 "needs a unit" noise -c 0 -D 1s --rest 20
 # continuous by default: the whole run measured, in one hog call; --rest

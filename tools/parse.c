@@ -134,6 +134,10 @@ int parse_duration(const char *s, uint64_t *ns, char *err, size_t errsize)
 	v = strtod(p, &end);
 	if (end == p || errno)
 		return fail(err, errsize, "bad duration '%s'", s);
+	if (!*end && v == 0) { /* nothing needs no unit */
+		*ns = 0;
+		return 0;
+	}
 	if (!*end)
 		return fail(err, errsize,
 			    "duration '%s' needs a unit: ns, us, ms, s, m or h",

@@ -26,9 +26,10 @@ int parse_cpulist(const char *s, size_t setsize, cpu_set_t *set,
 		  size_t errsize);
 
 /* Parse a duration into nanoseconds: a decimal number and one of ns,
- * us, ms, s, m, h.  One syntax for every option of every subcommand: a
- * bare number is an error, never guessed (seconds for oslat -D, but
- * microseconds for its thresholds).  Returns 0 or -1 with @err. */
+ * us, ms, s, m, h, or a bare 0.  One syntax for every option of every
+ * subcommand: any other bare number is an error, never guessed (seconds
+ * for oslat -D, but microseconds for its thresholds).  Returns 0 or -1
+ * with @err. */
 int parse_duration(const char *s, uint64_t *ns, char *err, size_t errsize);
 
 /* Write @set as a compact list ("0-3,8") into @buf. */
