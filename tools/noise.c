@@ -615,8 +615,10 @@ static int noise_options(int argc, char **argv, struct noise_run *run,
 
 /*
  * A continuous run at a real-time policy longer than the kernel's RT
- * budget: say before it starts that RT throttling will hold each hog off
- * its CPU for the rest of every period, and that those gaps will count.
+ * budget: say before it starts that RT throttling (from Linux 6.12 the
+ * fair server, which runs waiting SCHED_OTHER tasks only as long as they
+ * need) will hold each hog off its CPU for up to the rest of every
+ * period, and that those gaps will count.
  */
 static void say_throttling(uint64_t duration)
 {
@@ -642,10 +644,13 @@ static void say_throttling(uint64_t duration)
 		return;
 	fprintf(stderr,
 		"cpuhog noise: RT throttling lets a real-time thread run %ld "
-		"ms of every %ld ms: past that each hog is held off its CPU "
-		"for %ld ms a period, and those gaps count as noise "
-		"(sched_rt_runtime_us -1 lifts it, as for oslat -f; --rest "
-		"20ms measures in 100 ms slices instead)\n",
+		"ms of every %ld ms: past that, SCHED_OTHER tasks waiting for "
+		"the CPU get up to %ld ms a period (from Linux 6.12 through "
+		"the fair server, as long as they need), and those gaps count "
+		"as noise (sched_rt_runtime_us -1 lifts RT throttling; from "
+		"6.12 the fair server stays unless its runtime in "
+		"/sys/kernel/debug/sched/fair_server/ is 0; --rest 20ms "
+		"measures in 100 ms slices instead)\n",
 		runtime / 1000, period / 1000, (period - runtime) / 1000);
 }
 
