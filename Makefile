@@ -35,11 +35,17 @@ run: deps
 	$(MAKE) build
 	$(BUILD)/tools/cpuhog bench --quick
 
-# Tests hold CPUs at top priority: run them one at a time.
+# Tests hold CPUs at top priority: run them one at a time.  Then each
+# skipped test with the reason it printed (tests/skips.sh reads ctest's
+# JUnit file); the exit status is ctest's.
+JUNIT = $(BUILD)/Testing/ctest-junit.xml
 check: deps
 	cmake -S . -B $(BUILD) -DCPUHOG_TESTS=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j$(JOBS)
-	ctest --test-dir $(BUILD) --output-on-failure -j1
+	@rm -f $(JUNIT); rc=0; \
+	ctest --test-dir $(BUILD) --output-on-failure -j1 \
+	  --output-junit $(abspath $(JUNIT)) || rc=$$?; \
+	sh tests/skips.sh $(JUNIT); exit $$rc
 
 # The same tests under ASan+UBSan and under TSan.  Children forked from a
 # process with hogs start threads (the library again): TSan must allow it.

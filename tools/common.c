@@ -76,10 +76,8 @@ int tool_duration(const char *cmd, const char *opt, const char *s,
 		  uint64_t *ns)
 {
 	char err[256];
-	bool run = !strcmp(opt, "--duration"); /* a bare number: seconds */
 
-	if ((run ? parse_run_duration(s, ns, err, sizeof(err))
-		 : parse_duration(s, ns, err, sizeof(err))) < 0) {
+	if (parse_duration(s, ns, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cpuhog %s: %s: %s\n", cmd, opt, err);
 		return -1;
 	}

@@ -22,8 +22,6 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_SAFE_NS 500000000ull
-
 static volatile sig_atomic_t interrupted;
 
 static void on_int(int sig)
@@ -154,7 +152,7 @@ static int check_safe(const struct stall_opts *o)
 	}
 	if (o->force)
 		return EXIT_OK;
-	if (o->len > MAX_SAFE_NS) {
+	if (o->len > TOOL_MAX_HOLD_NS) {
 		fprintf(stderr, "cpuhog stall: a stall over 500 ms freezes "
 				"those CPUs; add --force if you mean it\n");
 		return EXIT_USAGE;

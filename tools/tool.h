@@ -11,6 +11,11 @@
 /* Exit statuses of every subcommand. */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
+/* The longest the tool holds CPUs at a stretch without --force (stall's
+ * --for, noise's continuous run on every CPU): long enough for any
+ * measurement of a stall, short of what watchdogs call a hang. */
+#define TOOL_MAX_HOLD_NS 500000000ull
+
 int cmd_tour(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_info(int argc, char **argv);
