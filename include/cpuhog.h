@@ -478,10 +478,11 @@ CPUHOG_API int stop_two_cpus(unsigned int cpu1, unsigned int cpu2,
  * Returns once each hogged CPU has run its hog since the call began (the
  * caller's own CPU counts at once: the caller runs there).  Every thread
  * that was running on those CPUs has been switched out meanwhile, which
- * is a full memory barrier between the caller and each of them: the
- * barrier of the kernel's expedited grace period, and what
- * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) gives.  A barrier, not a
- * grace period: it does not wait for readers' critical sections.  Threads on CPUs
+ * is a full memory barrier between the caller and each of them: what
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) gives.  It is a barrier,
+ * not an RCU grace period: it waits for no reader to leave a critical
+ * section, and freeing what a reader may still hold after it is a
+ * use-after-free.  Threads on CPUs
  * without a hog are not covered.  Works without real-time priority.
  * A hogged CPU that left the cpuset while the call ran may still run a
  * thread of ours the kernel has not moved yet: then the call also asks
