@@ -205,10 +205,10 @@ struct ctx {
 	uint64_t overrun_ns, stop_timeout_ns, spin_ns, poll_ns;
 	bool rt_ok; /* every hog runs SCHED_FIFO */
 	cpu_set_t *possible; /* every CPU the kernel may bring up */
-	/* An explicit set that leaves out a possible CPU, and then the
-	 * watcher, whose affinity tells where our threads may go
-	 * (lifecycle.c, watch_main()): its tid, and 0 starting, 1 running,
-	 * 2 told to stop (a futex). */
+	/* An explicit set that leaves out a possible CPU; the watcher,
+	 * whose affinity tells where our threads may go (lifecycle.c,
+	 * watch_main(); multi.c, reach()): its tid, and 0 starting, 1
+	 * running, 2 told to stop (a futex). */
 	bool partial, watching;
 	pid_t watch_tid;
 	_Atomic uint32_t watch_state;
@@ -222,7 +222,9 @@ struct ctx {
 	bool transit;
 	struct group group;
 	struct hog **msel; /* nr_hogs entries, under multi_lock */
-	cpu_set_t *mscratch; /* for hog_usable(), under multi_lock */
+	cpu_set_t *mscratch; /* scratch, under multi_lock */
+	cpu_set_t *reach; /* reach()'s, under multi_lock */
+	bool reach_fresh; /* read in this multi-CPU call */
 	cpu_set_t *mscratch2; /* for in_transit(), under multi_lock */
 	uint32_t *mflags;  /* work flags per msel entry, under multi_lock */
 	struct stop_state *stop;

@@ -86,6 +86,7 @@
 #define uncovered cpuhog_i_uncovered
 #define wake_hog cpuhog_i_wake_hog
 #define rdv_climb cpuhog_i_rdv_climb
+#define reach cpuhog_i_reach
 #define rdv_nodes cpuhog_i_rdv_nodes
 #define rdv_top cpuhog_i_rdv_top
 #define topo_key cpuhog_i_topo_key
@@ -157,7 +158,8 @@ HIDDEN int multi_wait(struct ctx *c, uint64_t deadline,
 HIDDEN int multi_result(struct ctx *c, unsigned int n, bool *ran_any);
 HIDDEN int multi_lock(struct ctx *c, bool try);
 HIDDEN void multi_unlock(struct ctx *c);
-HIDDEN bool hog_usable(struct hog *h, cpu_set_t *scratch, size_t size);
+HIDDEN const cpu_set_t *reach(struct ctx *c);
+HIDDEN bool hog_usable(struct ctx *c, struct hog *h);
 HIDDEN bool uncovered(struct ctx *c);
 
 /* poll.c */

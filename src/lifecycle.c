@@ -142,6 +142,7 @@ static void ctx_free(struct ctx *c)
 	free(c->kid_store);
 	CPU_FREE(c->mscratch);
 	CPU_FREE(c->mscratch2);
+	CPU_FREE(c->reach);
 	free(c->attr_cpus);
 	CPU_FREE(c->possible);
 	if (c->stop)
@@ -151,11 +152,10 @@ static void ctx_free(struct ctx *c)
 }
 
 /*
- * The watcher, with an explicit set that leaves CPUs out (c->partial): a
- * thread of ours whose affinity is every possible CPU, which the kernel
- * bounds by the cpuset and reports within the active CPUs.  Where it may
- * run is where any thread of ours may go (multi.c, uncovered()).  It
- * sleeps until shutdown.
+ * The watcher: a thread of ours that sleeps until shutdown, whose
+ * affinity, set to every possible CPU, the kernel bounds by the cpuset
+ * and reports within the active CPUs: where it may run is where any
+ * thread of ours may go (multi.c, reach()).
  */
 static void *watch_main(void *arg)
 {
@@ -177,8 +177,6 @@ static int watch_start(struct ctx *c)
 	sigset_t all;
 	int r;
 
-	if (!c->partial)
-		return 0;
 	sigfillset(&all);
 	pthread_attr_init(&pa);
 	pthread_attr_setstacksize(&pa, PTHREAD_STACK_MIN);
@@ -460,9 +458,11 @@ static int ctx_alloc(struct ctx *c, unsigned int n)
 			      sizeof(*c->kid_store));
 	c->mscratch = CPU_ALLOC(c->nr_cpu_ids);
 	c->mscratch2 = CPU_ALLOC(c->nr_cpu_ids);
+	c->reach = CPU_ALLOC(c->nr_cpu_ids);
 	c->stop = stop_state_new(c, n);
 	if (!c->by_cpu || !c->hogs || !c->msel || !c->mflags || !c->mscratch ||
-	    !c->mscratch2 || !c->stop || !c->by_topo || !c->kid_store)
+	    !c->mscratch2 || !c->reach || !c->stop || !c->by_topo ||
+	    !c->kid_store)
 		return -ENOMEM;
 	memset(c->hogs, 0, sizeof(struct hog) * (n ? n : 1));
 	return 0;

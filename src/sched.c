@@ -128,7 +128,7 @@ static int sync_pass(struct ctx *c)
 		/* a hog whose CPU cannot be had is not woken (nothing()
 		 * would run elsewhere): the kernel does the barrier for
 		 * such a CPU, left or leaving the cpuset */
-		if (!hog_usable(h, c->mscratch, CPU_ALLOC_SIZE(c->nr_cpu_ids))) {
+		if (!hog_usable(c, h)) {
 			away = true;
 			continue;
 		}

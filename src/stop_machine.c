@@ -847,8 +847,8 @@ static struct ctx *stop_enter(cpuhog_fn_t fn, int *err)
 /*
  * The hogs a stop_machine() holds, into c->msel in the wake tree's order:
  * those whose CPUs can be had, and, where an explicit set left CPUs out,
- * only within where our threads may go (uncovered() reads it into
- * mscratch2; it tells of a CPU gone before its hog can).  *gap: a thread
+ * only within where our threads may go (reach(), which tells of a CPU
+ * gone before its hog can).  *gap: a thread
  * of ours may run on a CPU that has no hog.
  */
 static unsigned int stop_select(struct ctx *c, bool *gap)
@@ -858,7 +858,7 @@ static unsigned int stop_select(struct ctx *c, bool *gap)
 
 	*gap = uncovered(c);
 	for (i = 0; i < n; i++)
-		if (!c->partial || CPU_ISSET_S(c->msel[i]->cpu, sz, c->mscratch2))
+		if (!c->partial || CPU_ISSET_S(c->msel[i]->cpu, sz, reach(c)))
 			c->msel[m++] = c->msel[i];
 	return m;
 }
@@ -893,7 +893,7 @@ static int set_fn_mask(struct ctx *c, size_t setsize, const cpu_set_t *cpus)
 		if (!CPU_ISSET_S(cpu, setsize, cpus))
 			continue;
 		if (cpu >= c->nr_cpu_ids || !c->by_cpu[cpu] ||
-		    !hog_usable(c->by_cpu[cpu], c->mscratch, st->masksize))
+		    !hog_usable(c, c->by_cpu[cpu]))
 			return -ENOENT;
 		CPU_SET_S(cpu, st->masksize, st->fn_mask);
 		n++;
@@ -948,8 +948,7 @@ int stop_two_cpus(unsigned int cpu1, unsigned int cpu2, cpuhog_fn_t fn,
 		return r;
 	h1 = hog_of(c, cpu1);
 	h2 = hog_of(c, cpu2);
-	r = h1 && h2 && hog_usable(h1, c->mscratch, c->stop->masksize) &&
-			    hog_usable(h2, c->mscratch, c->stop->masksize)
+	r = h1 && h2 && hog_usable(c, h1) && hog_usable(c, h2)
 		    ? call_exclusive(c)
 		    : -ENOENT;
 	if (r == 0) {
