@@ -461,6 +461,8 @@ static const struct target targets[] = {
 	{ "  the same, with a thread of ours running on the remote CPU",
 	  "hog_synchronize, remote CPU busy",
 	  "membarrier PRIVATE_EXPEDITED, remote busy", true, 2.0 },
+	{ "hog_synchronize, ours busy on every CPU, at most 1.5x membarrier",
+	  BUSY_SYNC_OURS, BUSY_MB_OURS, true, 1.5 },
 	{ "hog_synchronize at least 100x faster than membarrier GLOBAL",
 	  "membarrier GLOBAL", "hog_synchronize", false, 100.0 },
 	{ "poll: hog_one_cpu within 10x the cache-line round trip",
@@ -894,6 +896,7 @@ int cmd_bench(int argc, char **argv)
 	n += poll_ops(ops + n);
 	n += crowd_ops(ops + n);
 	n += stop_cost_ops(ops + n);
+	n += busy_all_ops(ops + n);
 	if (!o.json) {
 		tool_say_priority("bench", "our rows are those of ordinary "
 					   "threads, and the stop rows are "
