@@ -151,8 +151,7 @@ static void fence_drains_exactly_once(void **state)
 	(void)state;
 	if (!percpu_supported())
 		t_skip(t_qemu_user() ? "qemu-user does not implement rseq"
-				     : "needs x86-64 and glibc's rseq "
-				       "registration (glibc.pthread.rseq=1)");
+				     : percpu_unsupported());
 	cpu = other_cpu();
 	assert_int_equal(
 		push_and_drain(cpu, true, 300 * t_slow(), &aborts, &drains), 0);
