@@ -84,8 +84,11 @@ static inline const char *percpu_unsupported(void)
 /*
  * Push @item onto the calling thread's CPU's slot of @slots.  @spin
  * widens the section (iterations between the load and the commit), for
- * tests that want preemption inside it.  PUSH_ABORTED: the kernel
- * restarted the section; call again.
+ * tests that want preemption inside it; on aarch64 also the gap between
+ * the read of the CPU and the section, which the section's compare
+ * covers (a thread moved there must not push onto the CPU it left).
+ * PUSH_ABORTED: the kernel restarted the section, or the thread moved
+ * before it; call again.
  */
 static inline int percpu_push(struct percpu_slot *slots, long item,
 			      unsigned int spin)
@@ -136,6 +139,8 @@ static inline int percpu_push(struct percpu_slot *slots, long item,
 	uint32_t cpu = __atomic_load_n(&rs->cpu_id_start, __ATOMIC_RELAXED);
 	struct percpu_slot *s = &slots[cpu];
 
+	for (volatile unsigned int i = 0; i < spin; i++)
+		;
 	__asm__ goto(
 		PERCPU_CS
 		"adrp x9, 3b\n\t"

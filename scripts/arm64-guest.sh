@@ -151,7 +151,7 @@ judge() { # NAME RC: one program's or one case's verdict
 		echo "arm64-guest: PASS $1"
 		grep -m1 'skipped: ' /tmp/out | sed 's/^.*skipped: /arm64-note:   skipped: /'
 	fi
-	grep -E 'items pushed|counted wrong|sections restarted' /tmp/out |
+	grep -E 'items pushed|counted wrong|sections restarted|moves;' /tmp/out |
 		sed 's/^/arm64-out:   /'
 }
 # /runs: NAME PROGRAM [CASE], one a line
