@@ -19,7 +19,7 @@
 # A test's cmocka cases are run one by one (CASE as its argument, as CTest
 # does); a case that skips only because a run happened not to land a drain
 # inside a push ("skipped: no drain ...") is shown, not failed.
-# Prints "arm64-guest: PASS|FAIL|SKIP NAME" per program and a last
+# Prints "arm64-guest: PASS|FAIL NAME" per program (or case) and a last
 # "arm64-guest: summary ..." line; exits 0 when every program passed, 1
 # when one failed or the guest did not finish, 2 when it could not start.
 # Environment:
@@ -56,7 +56,7 @@ need_tools() {
 
 # The arm64 cloud kernel and busybox-static, unpacked into the cache.
 fetch() {
-	local pkg
+	local pkg d
 	[ -e "$CACHE/x/bin/busybox" ] && ls "$CACHE"/x/boot/vmlinuz-* >/dev/null 2>&1 &&
 		return 0
 	[ "$(id -u)" = 0 ] || die "no arm64 kernel in $CACHE (run once as root)"
@@ -92,31 +92,20 @@ find_lib() { # NAME RUNPATH: where the arm64 loader would find it
 	return 1
 }
 
-copy_elf() { # PATH: at the same path, with the libraries it loads
-	local f=$1 lib runpath path
-	[ -e "$ROOT$f" ] && return 0
-	copy_to "$f" "$f"
-	runpath=$($READELF -d "$f" | sed -n 's/.*(R.*PATH).*\[\(.*\)\]/\1/p')
-	for lib in $($READELF -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
-		path=$(find_lib "$lib" "$runpath") || die "$f needs $lib: not found"
+copy_needed() { # ELF: the libraries it loads, into the root
+	local lib path runpath
+	runpath=$($READELF -d "$1" | sed -n 's/.*(R.*PATH).*\[\(.*\)\]/\1/p')
+	for lib in $($READELF -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+		path=$(find_lib "$lib" "$runpath") || die "$1 needs $lib: not found"
 		case $path in
-		"$BUILD"/*) copy_elf "$path" ;; # libcpuhog, by its RUNPATH
+		"$BUILD"/*) # libcpuhog: at its path, for the RUNPATH
+			[ -e "$ROOT$path" ] && continue
+			copy_to "$path" "$path" ;;
 		*)
 			[ -e "$ROOT/lib/$lib" ] && continue
-			copy_to "$path" "/lib/$lib"
-			ROOT_LIB=$path copy_deps "/lib/$lib"
-			;;
+			copy_to "$path" "/lib/$lib" ;;
 		esac
-	done
-}
-
-copy_deps() { # a system library's own NEEDED, into /lib
-	local lib path
-	for lib in $($READELF -d "$ROOT_LIB" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
-		[ -e "$ROOT/lib/$lib" ] && continue
-		path=$(find_lib "$lib" "") || die "$ROOT_LIB needs $lib: not found"
-		copy_to "$path" "/lib/$lib"
-		ROOT_LIB=$path copy_deps "/lib/$lib"
+		copy_needed "$path"
 	done
 }
 
@@ -134,7 +123,7 @@ mount -t devtmpfs dev /dev 2>/dev/null
 mkdir -p /dev/shm && mount -t tmpfs shm /dev/shm
 echo "arm64-guest: booted, $(nproc) CPUs, kernel $(uname -r) $(uname -m)"
 . /env
-pass=0 fail=0 skip=0 failed=""
+pass=0 fail=0 failed=""
 judge() { # NAME RC: one program's or one case's verdict
 	if [ "$2" != 0 ]; then
 		fail=$((fail + 1)) failed="$failed $1"
@@ -176,7 +165,8 @@ make_initramfs() { # OUT
 	copy_to "$SYSROOT/lib/ld-linux-aarch64.so.1" /lib/ld-linux-aarch64.so.1
 	for p in "$@"; do
 		[ -x "$BUILD/$p" ] || die "no $BUILD/$p: build it first"
-		copy_elf "$BUILD/$p"
+		copy_to "$BUILD/$p" "$BUILD/$p"
+		copy_needed "$BUILD/$p"
 		case ${p##*/} in
 		test_*) # cmocka: each case alone, as CTest runs them
 			src="$SRC/tests/${p##*/}.c"
