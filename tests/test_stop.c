@@ -645,6 +645,72 @@ static void mixed_multi_cpu_stress(void **state)
 	assert_true(atomic_load(&mix_runs) > 0);
 }
 
+
+/*
+ * Two processes stopping back to back at the same time: each makes 300
+ * stops of a short fn, and every one of both must run (stops are
+ * serialized machine-wide, as the kernel's stop_cpus_mutex serializes
+ * its stoppers: neither process's hogs ever wait behind the other's).
+ * The fork comes before either process has hogs (no threads at the fork,
+ * for TSan); each makes its own.
+ */
+#define TWO_PROC_STOPS 300
+struct two_proc {
+	_Atomic int ready;
+	_Atomic int failed[2]; /* stops that did not return 0 */
+	_Atomic int last_err[2];
+};
+
+static void two_proc_stops(struct two_proc *t, int me)
+{
+	int i, r;
+
+	assert_int_equal(t_init_scaled(false), 0);
+	atomic_fetch_add(&t->ready, 1);
+	while (atomic_load(&t->ready) < 2)
+		;
+	for (i = 0; i < TWO_PROC_STOPS; i++) {
+		r = stop_machine(nothing, NULL, 0, NULL);
+		if (r != 0) {
+			atomic_fetch_add(&t->failed[me], 1);
+			atomic_store(&t->last_err[me], r);
+		}
+	}
+	cpuhog_shutdown();
+}
+
+static void two_processes_stop_together(void **state)
+{
+	struct two_proc *t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int status;
+	pid_t pid;
+
+	(void)state;
+	if (!t_can_rt())
+		t_skip("needs SCHED_FIFO");
+	assert_true(t != MAP_FAILED);
+	cpuhog_shutdown(); /* no threads at the fork */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(60 * t_many());
+		two_proc_stops(t, 1);
+		_exit(0);
+	}
+	two_proc_stops(t, 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	print_message("two processes, %d stops each: %d and %d failed "
+		      "(last errors %d, %d)\n",
+		      TWO_PROC_STOPS, atomic_load(&t->failed[0]),
+		      atomic_load(&t->failed[1]), atomic_load(&t->last_err[0]),
+		      atomic_load(&t->last_err[1]));
+	assert_int_equal(atomic_load(&t->failed[0]), 0);
+	assert_int_equal(atomic_load(&t->failed[1]), 0);
+	munmap(t, sizeof(*t));
+}
+
 T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(stop_freezes_everything),
 	cmocka_unit_test(hog_cpus_does_not_freeze),
@@ -656,4 +722,5 @@ T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(stop_never_allocates),
 	cmocka_unit_test(two_cpus_rendezvous),
 	cmocka_unit_test(mixed_multi_cpu_stress),
+	cmocka_unit_test(two_processes_stop_together),
 }))
