@@ -164,10 +164,7 @@ struct cpuhog_attr {
 	 * most this many, and each woken hog as many more; 0: 4, or
 	 * CPUHOG_WAKE_FANOUT from the environment; CPUHOG_WAKE_FLAT (or
 	 * any number of CPUs or more): the caller wakes every hog itself.
-	 * 1 is -EINVAL.  It is also the fan-in of stop_machine()'s
-	 * combining tree: on more CPUs than this, each phase of the stop
-	 * is counted up a tree of counters, one cache line each, written
-	 * by at most this many CPUs; flat, on one word. */
+	 * 1 is -EINVAL. */
 	uint64_t wake_fanout;
 	uint64_t reserved_[6];
 };
@@ -228,6 +225,14 @@ struct cpuhog_info {
 	/* Passes hog_synchronize() made: concurrent callers share them, so
 	 * this may be less than the calls (see hog_synchronize()). */
 	uint64_t sync_passes;
+	/* Stops that found another process's stop under way and waited for
+	 * it (stops are serialized machine-wide, see stop_machine()). */
+	uint64_t stop_lock_waits;
+	/* 1 where stops are serialized with other processes' (a lock on
+	 * /run/lock/cpuhog-stop.lock); 0 where that file cannot be had
+	 * (another mount namespace, a read-only /run): two processes'
+	 * stops at once may then time out against each other. */
+	unsigned int stop_serialized;
 };
 
 /*

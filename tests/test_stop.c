@@ -291,11 +291,12 @@ static void stop_runs_where_asked(void **state)
 }
 
 /*
- * The same at every fan-in of the combining tree (rendezvous.c): 2 and 3
- * make a tree of two levels or more from 5 hogs, 4 (the default) from 5,
- * flat counts on the word alone.  On 2 CPUs every fan-in is flat.
+ * The same at every fan-out of the wake tree (wake.c), which wakes a
+ * stop's hogs: 2 and 3 make a tree of two levels or more from 5 hogs, 4
+ * (the default) from 5, flat has the caller wake them all.  On 2 CPUs
+ * every fan-out is flat.
  */
-static void stop_tree_every_fanin(void **state)
+static void stop_every_wake_fanout(void **state)
 {
 	const uint64_t fanins[] = { 2, 3, 4, CPUHOG_WAKE_FLAT };
 	struct cpuhog_attr a;
@@ -327,8 +328,8 @@ static void stop_tree_every_fanin(void **state)
 	}
 	cpuhog_shutdown(); /* the next test's calls start the defaults */
 	if (n < 3)
-		t_skip("needs 3 CPUs for a tree (fan-in 2): on 2 every "
-		       "fan-in counts on the word (make check-smp runs it)");
+		t_skip("needs 3 CPUs for a tree (fan-out 2): on 2 every "
+		       "fan-out is flat (make check-smp runs it)");
 }
 
 static int value_on_last(void *arg)
@@ -715,7 +716,7 @@ T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(stop_freezes_everything),
 	cmocka_unit_test(hog_cpus_does_not_freeze),
 	cmocka_unit_test(stop_runs_where_asked),
-	cmocka_unit_test(stop_tree_every_fanin),
+	cmocka_unit_test(stop_every_wake_fanout),
 	cmocka_unit_test(stop_results_and_errors),
 	cmocka_unit_test(stop_times_out_on_held_cpu),
 	cmocka_unit_test(stop_timeout_from_environment),
