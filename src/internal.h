@@ -104,9 +104,10 @@
 /* serialize.c: stops serialized between processes (under the rooms, as
  * the context layer is).  stop_lock_open(), when a context is made:
  * false where stops cannot be serialized here.  stop_lock(): 0, locked;
- * 1, unserialized (no lock to be had); -ETIMEDOUT at @deadline. */
+ * 1, unserialized (no lock to be had); -ETIMEDOUT after four times
+ * @timeout_ns (a stop's timeout) of waiting. */
 HIDDEN bool stop_lock_open(void);
-HIDDEN int stop_lock(uint64_t deadline, bool *waited);
+HIDDEN int stop_lock(uint64_t timeout_ns, bool *waited);
 HIDDEN void stop_unlock(void);
 
 /* wake.c: waking one hog, and the wake tree of a multi-CPU call */

@@ -12,9 +12,10 @@
  * descriptor of its open file goes, so a holder that dies (or is killed
  * in the middle of a stop) never leaves it held.
  *
- * The wait is a poll with naps, bounded by its own deadline, which the
- * caller counts apart from the stop's: F_OFD_SETLKW has no timeout, and
- * a holder may be a stop that waits for ever (CPUHOG_NO_TIMEOUT).
+ * The wait is a poll with naps, bounded by its own deadline (four stop
+ * timeouts), apart from the stop's, which begins once the lock is had:
+ * F_OFD_SETLKW has no timeout, and a holder may be a stop that waits for
+ * ever (CPUHOG_NO_TIMEOUT), or a long one.
  *
  * One descriptor per process, opened when a context is made (never in a
  * stop: nothing there does I/O) with O_CLOEXEC.  A forked child shares
@@ -96,10 +97,12 @@ static int ofd_lock(int fd, short type)
 	return fcntl(fd, F_OFD_SETLK, &fl);
 }
 
-int stop_lock(uint64_t deadline, bool *waited)
+int stop_lock(uint64_t timeout_ns, bool *waited)
 {
 	int fd = atomic_load_explicit(&g_fd, memory_order_relaxed);
-	uint64_t nap = NAP_MIN_NS;
+	uint64_t nap = NAP_MIN_NS, deadline = timeout_ns > NO_DEADLINE / 8
+						      ? NO_DEADLINE
+						      : deadline_in(4 * timeout_ns);
 
 	*waited = false;
 	if (fd < 0)

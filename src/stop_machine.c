@@ -5,54 +5,53 @@
  *
  * Two things keep it one loop, as they keep the kernel's.  Stops never
  * interleave: one multi-CPU call at a time in a process (multi_lock),
- * and one stop at a time on the machine (serialize.c, the kernel's
- * stop_cpus_mutex), so no hog of a stop waits behind another stop's and
+ * one stop at a time on the machine (serialize.c, the kernel's
+ * stop_cpus_mutex); so no hog of a stop waits behind another stop's, and
  * nobody steps aside.  And the set of CPUs is fixed when the stop
  * begins: the usable hogs, each of which must arrive on its own CPU.
  * One found elsewhere (its CPU went offline or left the cpuset) aborts
  * the rendezvous, and the call begins again on the new set, at most
- * STOP_TRIES times (the kernel's stop_two_cpus() retries so).
+ * STOP_TRIES times, as the kernel's stop_two_cpus() retries.
  *
- * Each hog runs stop_cpu(): it acts on a phase once (act()),
- * acknowledges it on the stop's word (ack(): the last one moves the word
- * on), and waits for the next (await()).  PREPARE: it arrives, on its
- * own CPU.  HOLD: every hog spins on its CPU.  CHECK: still on its own
- * CPU (sched_getcpu(), no system call), now that all were held.  RUN: fn
- * runs where asked, after one more look (moved, a hog leaves fn alone:
- * -ENOENT where fn ran nowhere, -EINTR where it ran on some).  EXIT:
- * every hog serializes its core and leaves.  TIMEDOUT, NOCPU: abandoned
- * before RUN, fn ran nowhere.
+ * Each hog runs stop_cpu(): it acts on a phase (act()), acknowledges it
+ * on the stop's word (the last acknowledgement moves the word on), and
+ * waits for the next (await()).  PREPARE: it arrives on its own CPU.
+ * HOLD: all spin on their CPUs.  CHECK: each is still on its own CPU
+ * (sched_getcpu(), no system call), now that all were held.  RUN: fn
+ * runs where asked, after one more look (a hog moved leaves fn alone:
+ * -ENOENT where fn then ran nowhere, -EINTR where on some).  EXIT: each
+ * serializes its core and leaves.  TIMEDOUT, NOCPU: abandoned before
+ * RUN, fn ran nowhere.
  *
- * While it waits, three things can happen, and rules[] says what each
- * does in each phase: the deadline passes (stop_timeout_ns after the
- * latest step of any hog, and not before the caller woke every hog: a
- * guest's vCPUs come late); the hold is lost (a hog of the stop is off
- * its CPU, or, quiet, no longer pinned to it: the kernel moves it,
- * perhaps onto a CPU whose hog spins here at its priority); fn overran
- * overrun_ns (a fn blocked on what a held CPU's thread owns would spin
- * the others until RT throttling).  Before RUN nothing was promised and
+ * rules[] says what a waiting hog does, per phase, on each event: the
+ * deadline passed (stop_timeout_ns after the latest step of any hog, and
+ * not before the caller woke them all: a guest's vCPUs come late); the
+ * hold is lost (a hog of the stop is off its CPU, or, quiet, no longer
+ * pinned: the kernel moves it, perhaps behind a hog of ours at its
+ * priority); fn overran overrun_ns (a fn blocked on what a held CPU's
+ * thread owns would spin the others until RT throttling).  Before RUN
  * the stop gives up; in RUN the others sleep until fn returns
- * (holds_released).  In PREPARE a hog spins briefly, then sleeps: the
- * caller may still be queueing, perhaps on this hog's CPU.
+ * (holds_released).  PREPARE spins briefly, then sleeps: the caller may
+ * still be queueing, perhaps on this hog's CPU.
  *
- * The word is gen:32 | phase:8 | acknowledgements to come:24, and every
- * transition a CAS on it: HOLD -> RUN and an abandonment cannot both
- * happen.  fn ran iff it reached EXIT, on the hogs whose ran_gen is the
- * call's.  A stale hog of an abandoned call (queued behind a CPU held by
- * someone else) finds another generation and leaves; generations do not
- * come round while one is queued (multi_reserve()).
+ * The word is gen:32 | phase:8 | acknowledgements to come:24; every
+ * transition is a CAS on it, so HOLD -> RUN and an abandonment cannot
+ * both happen.  fn ran iff it reached EXIT, on the hogs whose ran_gen is
+ * the call's.  A stale hog of an abandoned call (queued behind a CPU held
+ * by someone else) finds another generation and leaves; a generation
+ * does not come round while one is queued (multi_reserve()).
  *
- * No deadlock: a hog spins only once every hog has arrived on its own
- * CPU, and only until the next phase, the deadline or a lost hold; in RUN
- * it waits for fn, which the hold limits bound.
+ * No deadlock: a hog spins only once every hog arrived on its own CPU,
+ * and only until the next phase, the deadline or a lost hold; in RUN it
+ * waits for fn, which the hold limits bound.  Nothing here allocates,
+ * creates threads or does I/O but the lock's fcntl().
+ * tests/model/stop.pml models this loop (make check).
  *
- * Nothing here allocates, creates threads or does I/O but the lock's
- * two fcntl().  tests/model/stop.pml models this loop (make check).
  * Kernel entries of a stop on 2 CPUs (tests/test_entries.c), 3 + 4: the
  * caller's lock, unlock and one wake, of its own CPU's hog, which wakes
  * the other; each hog's futex wait, and where fn runs its signal check.
- * Spinning makes no system call; a quiet hog costs one look, a
- * sched_getaffinity(), per LOOK_NS, by whichever hog claims it.
+ * Spinning makes none; a quiet hog costs a sched_getaffinity() per
+ * LOOK_NS, made by whichever hog claims the look.
  */
 #include "internal.h"
 #include "outcome.h"
@@ -65,7 +64,6 @@ enum { PH_PREPARE = 1, PH_HOLD, PH_CHECK, PH_RUN, PH_EXIT, PH_TIMEDOUT,
        PH_NOCPU };
 enum { A_NONE, A_TIMEDOUT, A_NOCPU, A_SLEEP }; /* what an event does */
 
-/* What a hog waiting out a phase does on each event: the whole policy. */
 static const struct {
 	bool sleeps; /* spins spin_ns, then sleeps (else spins, and looks) */
 	unsigned char deadline, lost, overrun;
@@ -85,15 +83,11 @@ static const struct {
 #define LOOK_NS 1000000u /* how often a spinning hog looks around */
 #define STOP_TRIES 4	 /* rendezvous begun on a changed set, at most */
 
+/* acquire: what the hogs did before the transition we observe */
+#define LOAD(st) atomic_load_explicit(&(st)->word, memory_order_acquire)
 #define RELAXED(p) atomic_load_explicit(p, memory_order_relaxed)
 #define SET(p, x) atomic_store_explicit(p, x, memory_order_relaxed)
 #define COUNT_UP(p) atomic_fetch_add_explicit(p, 1, memory_order_relaxed)
-
-static uint64_t load_word(struct stop_state *st)
-{
-	/* acquire: what the hogs did before the transition we observe */
-	return atomic_load_explicit(&st->word, memory_order_acquire);
-}
 
 /* Sleep while the word is still @v (or until @deadline).  With
  * transition()'s CAS, increment and load of sleepers this is Dekker's
@@ -128,20 +122,20 @@ static bool transition(struct stop_state *st, uint64_t *v, uint64_t nv)
 /* Give call @gen up as @why, unless it is past CHECK. */
 static void abandon(struct stop_state *st, uint32_t gen, unsigned int why)
 {
-	uint64_t v = load_word(st);
+	uint64_t v = LOAD(st);
 
 	while (GEN(v) == gen && PHASE(v) < PH_RUN &&
 	       !transition(st, &v, WORD(gen, why, 0)))
 		;
 }
 
-/* A step: the deadline is stop_timeout_ns from now, if that is later. */
+/* A step: the deadline is stop_timeout_ns from now, if that is later.
+ * relaxed: a time, read by hogs and the caller at their next look. */
 static void extend(struct stop_state *st)
 {
 	uint64_t d = RELAXED(&st->deadline);
 	uint64_t nd = deadline_in(RELAXED(&st->timeout_ns));
 
-	/* relaxed: a time, read by hogs and the caller at their next look */
 	while (d < nd && !atomic_compare_exchange_weak_explicit(
 				 &st->deadline, &d, nd, memory_order_relaxed,
 				 memory_order_relaxed))
@@ -167,7 +161,7 @@ static bool past_deadline(struct stop_state *st, uint32_t gen, uint64_t t)
 /* Acknowledge phase @ph of call @gen; the last one moves the word on. */
 static void ack(struct stop_state *st, uint32_t gen, unsigned int ph)
 {
-	uint64_t v = load_word(st), nv, t = ph == PH_CHECK ? now_ns() : 0;
+	uint64_t v = LOAD(st), nv, t = ph == PH_CHECK ? now_ns() : 0;
 
 	if (ph < PH_RUN && GEN(v) == gen)
 		extend(st);
@@ -184,8 +178,8 @@ static void ack(struct stop_state *st, uint32_t gen, unsigned int ph)
 		SET(&st->run_at, t);
 }
 
-/* Whether this hog is on its own CPU: sched_getcpu() reads what the
- * kernel wrote at our last return to user space (rseq, or the vDSO). */
+/* sched_getcpu() reads what the kernel wrote at our last return to user
+ * space (rseq, or the vDSO): no system call. */
 static bool on_own_cpu(struct hog *h)
 {
 	return sched_getcpu() == (int)h->cpu;
@@ -210,9 +204,9 @@ static bool release_hold(struct stop_state *st, uint32_t gen, unsigned int why)
 /*
  * A look: whether the hold of call @gen is lost.  This hog is off its
  * CPU, or the next quiet hog of the call (no look of its own for two
- * LOOK_NS) is no longer pinned to its CPU.  Whoever claims a quiet hog
- * (its beat, by CAS) looks at it: one system call per quiet hog per
- * LOOK_NS, not one per pair.
+ * LOOK_NS) is no longer pinned to its CPU.  A look at a quiet hog is
+ * claimed by CAS on its beat: one system call per quiet hog per LOOK_NS,
+ * not one per pair.
  */
 static bool hold_lost(struct stop_state *st, struct hog *h, uint32_t gen,
 		      uint64_t now)
@@ -260,7 +254,7 @@ static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
 	bool asleep = false;
 
 	for (;;) {
-		v = load_word(st);
+		v = LOAD(st);
 		if (GEN(v) != gen || PHASE(v) != ph)
 			return v;
 		if (asleep) {
@@ -281,9 +275,8 @@ static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
 		if (a == A_TIMEDOUT || a == A_NOCPU)
 			abandon(st, gen, a == A_TIMEDOUT ? PH_TIMEDOUT : PH_NOCPU);
 		asleep = a == A_SLEEP;
-		if (rules[ph].sleeps && t >= spin_end)
-			/* until the deadline; a look later while the caller
-			 * still wakes hogs (the deadline waits for that) */
+		if (rules[ph].sleeps && t >= spin_end) /* a look later while
+						   the caller still wakes */
 			sleep_on_word(st, v,
 				      atomic_load(&st->woken) == gen
 					      ? RELAXED(&st->deadline)
@@ -291,76 +284,63 @@ static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
 	}
 }
 
-/* Whether this hog is to run fn: asked to, or, for any one CPU, the
- * first to claim it (a hog moved off its CPU does not). */
-static bool runs_fn(struct stop_state *st, struct hog *h)
-{
-	uint32_t zero = 0;
-
-	if (!st->fn_one)
-		return h->slot.flags & W_F_RUNS_FN;
-	/* relaxed: CHECK -> RUN ordered everything; the load first, so
-	 * that N hogs do not all write one line */
-	return on_own_cpu(h) && !RELAXED(&st->fn_claimed) &&
-	       atomic_compare_exchange_strong_explicit(
-		       &st->fn_claimed, &zero, 1, memory_order_relaxed,
-		       memory_order_relaxed);
-}
-
+/* fn on this hog: asked to, or, for any one CPU, the first to claim it
+ * (relaxed: CHECK -> RUN ordered all; the load first, so that N hogs do
+ * not all write one line).  The last look first: moved since CHECK, it
+ * leaves fn alone; moved while fn ran, the hold ended under fn. */
 static void call_fn(struct stop_state *st, struct hog *h, uint32_t gen)
 {
 	bool check = !(h->ctx->flags & CPUHOG_F_NO_CHECKS);
+	uint32_t zero = 0;
 	struct check ck;
-	int r, zero = 0;
+	int r, z = 0;
 
+	if (st->fn_one ? RELAXED(&st->fn_claimed) ||
+				 !atomic_compare_exchange_strong_explicit(
+					 &st->fn_claimed, &zero, 1,
+					 memory_order_relaxed,
+					 memory_order_relaxed)
+		       : !(h->slot.flags & W_F_RUNS_FN))
+		return;
 	if (check)
 		check_begin(h, &ck);
-	if (!on_own_cpu(h)) /* the last look: moved since CHECK */
+	if (!on_own_cpu(h))
 		return;
 	r = st->fn(st->data);
 	if (check)
 		check_end(h, st->fn, &ck);
-	if (!on_own_cpu(h)) /* moved while fn ran: the hold ended under fn */
+	if (!on_own_cpu(h))
 		release_hold(st, gen, STOP_LOST);
 	redirect_signals(h);
 	/* relaxed, both: the RUN -> EXIT transition publishes them */
 	SET(&h->ran_gen, gen);
 	if (r)
-		atomic_compare_exchange_strong_explicit(&st->ret, &zero, r,
-							memory_order_relaxed,
-							memory_order_relaxed);
+		atomic_compare_exchange_strong_explicit(
+			&st->ret, &z, r, memory_order_relaxed,
+			memory_order_relaxed);
 }
 
-/* What a hog does on entering phase @ph; false: the stop must abort. */
-static bool act(struct stop_state *st, struct hog *h, uint32_t gen,
-		unsigned int ph)
-{
-	/* relaxed: others read them only to choose whom to look at */
-	SET(&h->beat, now_ns());
-	if (ph == PH_PREPARE)
-		SET(&h->held_gen, gen);
-	if (ph == PH_PREPARE || ph == PH_CHECK) /* the set is fixed */
-		return !h->off_cpu && on_own_cpu(h);
-	if (ph == PH_RUN && runs_fn(st, h))
-		call_fn(st, h, gen);
-	return true;
-}
-
-/* The callback every hog of the stop runs: the kernel's loop. */
+/* The callback every hog of the stop runs: the kernel's loop.  The beat
+ * and held_gen (relaxed): for the others, to choose whom to look at. */
 static int stop_cpu(void *arg)
 {
 	struct stop_state *st = arg;
 	struct hog *h = cpuhog_self;
 	uint32_t gen = h->slot.gen;
-	uint64_t v = load_word(st);
+	uint64_t v = LOAD(st);
 	unsigned int ph = 0;
 
 	while (GEN(v) == gen && PHASE(v) > ph && PHASE(v) < PH_EXIT) {
 		ph = PHASE(v);
-		if (!act(st, h, gen, ph)) {
+		SET(&h->beat, now_ns());
+		SET(&h->held_gen, gen);
+		if ((ph == PH_PREPARE || ph == PH_CHECK) &&
+		    (h->off_cpu || !on_own_cpu(h))) { /* the set is fixed */
 			abandon(st, gen, PH_NOCPU);
 			break;
 		}
+		if (ph == PH_RUN && on_own_cpu(h))
+			call_fn(st, h, gen);
 		ack(st, gen, ph);
 		v = await(st, h, gen, ph);
 	}
@@ -373,65 +353,34 @@ static int stop_cpu(void *arg)
 static int stop_poll(struct ctx *c, bool timed_out, uint64_t *deadline)
 {
 	struct stop_state *st = c->stop;
-	uint64_t v = load_word(st), d = RELAXED(&st->deadline);
+	uint64_t v = LOAD(st), d = RELAXED(&st->deadline);
 
 	if (timed_out && d > now_ns()) {
 		*deadline = d;
 	} else if (timed_out) {
 		past_deadline(st, GEN(v), now_ns());
 		abandon(st, GEN(v), PH_TIMEDOUT);
-		v = load_word(st);
+		v = LOAD(st);
 		*deadline = NO_DEADLINE;
 	}
 	return PHASE(v) >= PH_TIMEDOUT ? -ECANCELED : 0;
 }
 
-/* After the wait of call @gen on the @n hogs of msel: fn's value, an
- * error, or -EAGAIN where fn ran nowhere because a CPU went away. */
-static int stop_result(struct ctx *c, uint32_t gen, unsigned int n,
-		       struct stop_outcome *o)
-{
-	struct stop_state *st = c->stop;
-	unsigned int i, ph = PHASE(load_word(st));
-
-	o->ended = ph == PH_EXIT ? STOP_RAN
-		   : ph == PH_NOCPU ? STOP_NOCPU : STOP_TIMEDOUT;
-	if (o->ended == STOP_TIMEDOUT)
-		COUNT_UP(&c->stop_timeouts);
-	if (o->ended != STOP_RAN)
-		return o->ended == STOP_NOCPU ? -EAGAIN : -ETIMEDOUT;
-	for (i = 0; i < n; i++) /* relaxed: EXIT, acquired, published it */
-		if (RELAXED(&c->msel[i]->ran_gen) == gen) {
-			o->fn_runs++;
-			if (c->msel[i]->cpu < CPU_SETSIZE)
-				CPU_SET(c->msel[i]->cpu, &o->ran);
-		}
-	if (RELAXED(&st->released) == gen) {
-		o->released = RELAXED(&st->release_why);
-		COUNT_UP(&c->holds_released);
-	}
-	if (o->fn_runs != o->fn_want) { /* a hog moved after CHECK */
-		COUNT_UP(&c->stop_misses);
-		return o->fn_runs ? -EINTR : -EAGAIN;
-	}
-	COUNT_UP(&c->stops);
-	return RELAXED(&st->ret);
-}
-
-/* One rendezvous of the @n hogs in msel (their mflags set). */
+/* One rendezvous of the @n hogs in msel (their mflags set): fn's value,
+ * an error, or -EAGAIN where fn ran nowhere because a CPU went away. */
 static int stop_once(struct ctx *c, unsigned int n, bool fn_one,
 		     struct stop_outcome *o)
 {
 	struct stop_state *st = c->stop;
 	uint64_t deadline = deadline_in(c->stop_timeout_ns);
 	int64_t gen = multi_reserve(c, n, deadline);
-	unsigned int i;
+	unsigned int i, ph;
 
 	o->tries++;
 	o->fn_runs = o->released = o->fn_want = 0;
+	o->ended = STOP_TIMEDOUT;
 	CPU_ZERO(&o->ran);
 	if (gen < 0) {
-		o->ended = STOP_TIMEDOUT;
 		COUNT_UP(&c->stop_timeouts);
 		return (int)gen;
 	}
@@ -448,25 +397,47 @@ static int stop_once(struct ctx *c, unsigned int n, bool fn_one,
 	SET(&st->n, n);
 	SET(&st->word, WORD(gen, PH_PREPARE, n));
 	multi_push(c, n, (uint32_t)gen, stop_cpu, st, W_F_INTERNAL);
-	/* the deadline counts from the last wake: at 32 vCPUs a caller not
-	 * run half-way through its wakes timed stops out while the hogs it
-	 * had woken waited, on time, for the ones it had not */
+	/* the deadline counts from the last wake (at 32 vCPUs a caller not
+	 * run half-way through its wakes timed stops out), and woken's
+	 * release publishes it for past_deadline() */
 	extend(st);
-	/* release: the moved deadline before it, for past_deadline() */
 	atomic_store_explicit(&st->woken, (uint32_t)gen, memory_order_release);
 	multi_wait(c, deadline, stop_poll);
 	serialize_core();
-	return stop_result(c, (uint32_t)gen, n, o);
+	ph = PHASE(LOAD(st));
+	if (ph != PH_EXIT) {
+		o->ended = ph == PH_NOCPU ? STOP_NOCPU : STOP_TIMEDOUT;
+		if (ph != PH_NOCPU)
+			COUNT_UP(&c->stop_timeouts);
+		return ph == PH_NOCPU ? -EAGAIN : -ETIMEDOUT;
+	}
+	o->ended = STOP_RAN;
+	for (i = 0; i < n; i++) /* relaxed: EXIT, acquired, published it */
+		if (RELAXED(&c->msel[i]->ran_gen) == (uint32_t)gen) {
+			o->fn_runs++;
+			if (c->msel[i]->cpu < CPU_SETSIZE)
+				CPU_SET(c->msel[i]->cpu, &o->ran);
+		}
+	if (RELAXED(&st->released) == (uint32_t)gen) {
+		o->released = RELAXED(&st->release_why);
+		COUNT_UP(&c->holds_released);
+	}
+	if (o->fn_runs != o->fn_want) { /* a hog moved after CHECK */
+		COUNT_UP(&c->stop_misses);
+		return o->fn_runs ? -EINTR : -EAGAIN;
+	}
+	COUNT_UP(&c->stops);
+	return RELAXED(&st->ret);
 }
 
 /*
  * The hogs of a try, into msel, in topology order (the wake tree's):
- * every usable one, fn on those of @fn_mask (NULL: any one); or, @two,
- * those of @cpu1 (fn) and @cpu2.  0: a CPU that must take part has no
- * hog or is not usable now.
+ * every usable one, fn on those of @cpus (NULL: any one); or, @two,
+ * those of @cpu1 (fn) and @cpu2.  0: a CPU that must take part (or a CPU
+ * of @cpus) has no hog or is not usable now, or @cpus is empty.
  */
-static unsigned int pick(struct ctx *c, const cpu_set_t *fn_mask, bool two,
-			 unsigned int cpu1, unsigned int cpu2)
+static unsigned int pick(struct ctx *c, size_t setsize, const cpu_set_t *cpus,
+			 bool two, unsigned int cpu1, unsigned int cpu2)
 {
 	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
 	unsigned int i, n = 0, fns = 0;
@@ -474,7 +445,8 @@ static unsigned int pick(struct ctx *c, const cpu_set_t *fn_mask, bool two,
 	for (i = 0; i < c->nr_hogs; i++) {
 		struct hog *h = c->by_topo[i];
 		bool need = two ? h->cpu == cpu1 || h->cpu == cpu2
-				: fn_mask && CPU_ISSET_S(h->cpu, sz, fn_mask);
+				: cpus && h->cpu < setsize * 8 &&
+					  CPU_ISSET_S(h->cpu, setsize, cpus);
 		bool f = two ? h->cpu == cpu1 : need;
 
 		if ((two && !need) || !hog_usable(h, c->mscratch, sz)) {
@@ -488,30 +460,13 @@ static unsigned int pick(struct ctx *c, const cpu_set_t *fn_mask, bool two,
 	}
 	if (two)
 		return n == 2 ? n : 0;
-	return fn_mask && fns != (unsigned int)CPU_COUNT_S(sz, fn_mask) ? 0 : n;
+	return cpus && (fns == 0 || (int)fns != CPU_COUNT_S(setsize, cpus))
+		       ? 0
+		       : n;
 }
 
-/* Copy @cpus into fn_mask: -ENOENT if one has no hog, or none is set. */
-static int set_fn_mask(struct ctx *c, size_t setsize, const cpu_set_t *cpus)
-{
-	struct stop_state *st = c->stop;
-	size_t cpu;
-	int r = -ENOENT;
-
-	CPU_ZERO_S(st->masksize, st->fn_mask);
-	for (cpu = 0; cpu < setsize * 8; cpu++) {
-		if (!CPU_ISSET_S(cpu, setsize, cpus))
-			continue;
-		if (cpu >= c->nr_cpu_ids || !c->by_cpu[cpu])
-			return -ENOENT;
-		CPU_SET_S(cpu, st->masksize, st->fn_mask);
-		r = 0;
-	}
-	return r;
-}
-
-/* A stop: @two, on @cpu1 and @cpu2; else on every usable hog.  Begun
- * again while a CPU went away before fn ran. */
+/* A stop (@two: of @cpu1 and @cpu2), begun again while a CPU went away
+ * before fn ran. */
 int cpuhog_i_stop_outcome(cpuhog_fn_t fn, void *data, size_t setsize,
 			  const cpu_set_t *cpus, bool two, unsigned int cpu1,
 			  unsigned int cpu2, struct stop_outcome *o)
@@ -531,12 +486,7 @@ int cpuhog_i_stop_outcome(cpuhog_fn_t fn, void *data, size_t setsize,
 		return o->ret = -EPERM;
 	}
 	multi_lock(c, false);
-	/* the machine-wide lock's wait has a bound of its own: its holder
-	 * may be a long stop, and ours begins only once it is had */
-	r = stop_lock(c->stop_timeout_ns > NO_DEADLINE / 8
-			      ? NO_DEADLINE
-			      : deadline_in(4 * c->stop_timeout_ns),
-		      &o->lock_waited);
+	r = stop_lock(c->stop_timeout_ns, &o->lock_waited);
 	o->serialized = r == 0;
 	if (o->lock_waited)
 		COUNT_UP(&c->stop_lock_waits);
@@ -544,12 +494,10 @@ int cpuhog_i_stop_outcome(cpuhog_fn_t fn, void *data, size_t setsize,
 		o->ended = STOP_LOCKED_OUT;
 		COUNT_UP(&c->stop_timeouts);
 	}
-	r = r < 0 ? r : cpus ? set_fn_mask(c, setsize, cpus) : 0;
 	c->stop->fn = fn;
 	c->stop->data = data;
 	for (r = r < 0 ? r : -EAGAIN; r == -EAGAIN && o->tries < STOP_TRIES;) {
-		unsigned int n = pick(c, cpus ? c->stop->fn_mask : NULL, two,
-				      cpu1, cpu2);
+		unsigned int n = pick(c, setsize, cpus, two, cpu1, cpu2);
 
 		r = n ? stop_once(c, n, !cpus && !two, o) : -ENOENT;
 	}
