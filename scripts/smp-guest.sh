@@ -45,7 +45,7 @@ SILENCE=${CPUHOG_SMP_SILENCE:-$((TEST_TIMEOUT * 2 + 120))}
 BOOT=${CPUHOG_SMP_BOOT:-300}
 # console lines shown as they come: the runner's, and the kernel's worst
 SHOW='^(smp|smp-[a-z]+):|Kernel panic|BUG: |Oops|soft lockup|hard LOCKUP|rcu: INFO'
-HOST_ONLY='^(symbols|layers|man_lint|install|bench_quick|fuzz_parse|model_check|model_check_tree)$'
+HOST_ONLY='^(symbols|layers|man_lint|install|bench_quick|fuzz_parse|model_check)$'
 
 say() { echo "smp: $*"; }
 die() { echo "smp: $*" >&2; exit 2; }
