@@ -1,51 +1,44 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * stop_machine() and stop_two_cpus(): the kernel's multi_cpu_stop(), on
- * the hogs.
- *
- * Two things keep it one loop, as they keep the kernel's.  Stops never
- * interleave: one multi-CPU call at a time in a process (multi_lock),
- * one stop at a time on the machine (serialize.c, the kernel's
- * stop_cpus_mutex); so no hog of a stop waits behind another stop's, and
- * nobody steps aside.  And the set of CPUs is fixed when the stop
- * begins: the usable hogs, each of which must arrive on its own CPU.
- * One found elsewhere (its CPU went offline or left the cpuset) aborts
+ * the hogs.  Two things keep it one loop, as they keep the kernel's.
+ * Stops never interleave: one multi-CPU call at a time in a process
+ * (multi_lock), one stop at a time on the machine (serialize.c, the
+ * kernel's stop_cpus_mutex); so no hog of a stop waits behind another
+ * stop's, and nobody steps aside.  And the set of CPUs is fixed when the
+ * stop begins, the usable hogs, each of which must arrive on its own CPU:
+ * one found elsewhere (its CPU went offline or left the cpuset) aborts
  * the rendezvous, and the call begins again on the new set, at most
  * STOP_TRIES times, as the kernel's stop_two_cpus() retries.
  *
- * Each hog runs stop_cpu(): it acts on a phase (act()), acknowledges it
- * on the stop's word (the last acknowledgement moves the word on), and
- * waits for the next (await()).  PREPARE: it arrives on its own CPU.
- * HOLD: all spin on their CPUs.  CHECK: each is still on its own CPU
- * (sched_getcpu(), no system call), now that all were held.  RUN: fn
- * runs where asked, after one more look (a hog moved leaves fn alone:
- * -ENOENT where fn then ran nowhere, -EINTR where on some).  EXIT: each
- * serializes its core and leaves.  TIMEDOUT, NOCPU: abandoned before
- * RUN, fn ran nowhere.
- *
- * rules[] says what a waiting hog does, per phase, on each event: the
- * deadline passed (stop_timeout_ns after the latest step of any hog, and
- * not before the caller woke them all: a guest's vCPUs come late); the
- * hold is lost (a hog of the stop is off its CPU, or, quiet, no longer
- * pinned: the kernel moves it, perhaps behind a hog of ours at its
- * priority); fn overran overrun_ns (a fn blocked on what a held CPU's
- * thread owns would spin the others until RT throttling).  Before RUN
- * the stop gives up; in RUN the others sleep until fn returns
+ * Each hog (stop_cpu()) acts on a phase, acknowledges it on the stop's
+ * word (the last acknowledgement moves the word on) and waits for the
+ * next.  PREPARE: it arrives on its own CPU.  HOLD: all spin on theirs.
+ * CHECK: each is still on its own (sched_getcpu(), no system call), now
+ * that all were held.  RUN: fn runs where asked, after a last look (a hog
+ * moved leaves fn alone: -ENOENT where fn ran nowhere, -EINTR where on
+ * some).  EXIT: each serializes its core and leaves.  TIMEDOUT, NOCPU:
+ * abandoned before RUN, fn ran nowhere.  rules[] says what a waiting hog
+ * does on each event: the deadline (stop_timeout_ns after the latest step
+ * of any hog, never before the caller woke them all: a guest's vCPUs come
+ * late); a lost hold (a hog of the stop off its CPU, or quiet and no
+ * longer pinned: the kernel moves it, perhaps behind a hog of ours at its
+ * priority); fn past overrun_ns (blocked on what a held CPU's thread
+ * owns, it would spin the others until RT throttling).  Before RUN the
+ * stop gives up; in RUN the others sleep until fn returns
  * (holds_released).  PREPARE spins briefly, then sleeps: the caller may
  * still be queueing, perhaps on this hog's CPU.
  *
- * The word is gen:32 | phase:8 | acknowledgements to come:24; every
- * transition is a CAS on it, so HOLD -> RUN and an abandonment cannot
- * both happen.  fn ran iff it reached EXIT, on the hogs whose ran_gen is
- * the call's.  A stale hog of an abandoned call (queued behind a CPU held
- * by someone else) finds another generation and leaves; a generation
- * does not come round while one is queued (multi_reserve()).
- *
- * No deadlock: a hog spins only once every hog arrived on its own CPU,
- * and only until the next phase, the deadline or a lost hold; in RUN it
- * waits for fn, which the hold limits bound.  Nothing here allocates,
- * creates threads or does I/O but the lock's fcntl().
- * tests/model/stop.pml models this loop (make check).
+ * The word is gen:32 | phase:8 | acknowledgements to come:24, every
+ * transition a CAS on it: HOLD -> RUN and an abandonment cannot both
+ * happen.  fn ran iff it reached EXIT, on the hogs whose ran_gen is the
+ * call's.  A stale hog of an abandoned call (queued behind a CPU held by
+ * someone else) finds another generation and leaves; no generation comes
+ * round while one is queued (multi_reserve()).  No deadlock: a hog spins
+ * only once all arrived on their CPUs, and only until the next phase, the
+ * deadline or a lost hold; in RUN it waits for fn, which the hold limits
+ * bound.  Nothing here allocates, creates threads or does I/O but the
+ * lock's fcntl().  tests/model/stop.pml models this loop (make check).
  *
  * Kernel entries of a stop on 2 CPUs (tests/test_entries.c), 3 + 4: the
  * caller's lock, unlock and one wake, of its own CPU's hog, which wakes
@@ -88,6 +81,9 @@ static const struct {
 #define RELAXED(p) atomic_load_explicit(p, memory_order_relaxed)
 #define SET(p, x) atomic_store_explicit(p, x, memory_order_relaxed)
 #define COUNT_UP(p) atomic_fetch_add_explicit(p, 1, memory_order_relaxed)
+/* sched_getcpu(): what the kernel wrote at our last return to user space
+ * (rseq, or the vDSO), no system call */
+#define on_own_cpu(h) (sched_getcpu() == (int)(h)->cpu)
 
 /* Sleep while the word is still @v (or until @deadline).  With
  * transition()'s CAS, increment and load of sleepers this is Dekker's
@@ -176,13 +172,6 @@ static void ack(struct stop_state *st, uint32_t gen, unsigned int ph)
 	 * clock afterwards never finds RUN begun after its own "now" */
 	if (ph == PH_CHECK && PHASE(nv) == PH_RUN)
 		SET(&st->run_at, t);
-}
-
-/* sched_getcpu() reads what the kernel wrote at our last return to user
- * space (rseq, or the vDSO): no system call. */
-static bool on_own_cpu(struct hog *h)
-{
-	return sched_getcpu() == (int)h->cpu;
 }
 
 /* Note that call @gen's hold is released, as @why; true.  Only forward
@@ -284,22 +273,19 @@ static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
 	}
 }
 
-/* fn on this hog: asked to, or, for any one CPU, the first to claim it
+/* fn on this hog, if asked, or for any one CPU the first to claim it
  * (relaxed: CHECK -> RUN ordered all; the load first, so that N hogs do
- * not all write one line).  The last look first: moved since CHECK, it
- * leaves fn alone; moved while fn ran, the hold ended under fn. */
+ * not all write one line).  The last look: moved since CHECK, it leaves
+ * fn alone; moved while fn ran, the hold ended under fn. */
 static void call_fn(struct stop_state *st, struct hog *h, uint32_t gen)
 {
 	bool check = !(h->ctx->flags & CPUHOG_F_NO_CHECKS);
-	uint32_t zero = 0;
 	struct check ck;
-	int r, z = 0;
+	int r, zero = 0;
 
 	if (st->fn_one ? RELAXED(&st->fn_claimed) ||
-				 !atomic_compare_exchange_strong_explicit(
-					 &st->fn_claimed, &zero, 1,
-					 memory_order_relaxed,
-					 memory_order_relaxed)
+				 atomic_exchange_explicit(&st->fn_claimed, 1,
+							  memory_order_relaxed)
 		       : !(h->slot.flags & W_F_RUNS_FN))
 		return;
 	if (check)
@@ -314,10 +300,10 @@ static void call_fn(struct stop_state *st, struct hog *h, uint32_t gen)
 	redirect_signals(h);
 	/* relaxed, both: the RUN -> EXIT transition publishes them */
 	SET(&h->ran_gen, gen);
-	if (r)
-		atomic_compare_exchange_strong_explicit(
-			&st->ret, &z, r, memory_order_relaxed,
-			memory_order_relaxed);
+	if (r) /* the first non-zero */
+		atomic_compare_exchange_strong_explicit(&st->ret, &zero, r,
+							memory_order_relaxed,
+							memory_order_relaxed);
 }
 
 /* The callback every hog of the stop runs: the kernel's loop.  The beat
@@ -355,15 +341,10 @@ static int stop_poll(struct ctx *c, bool timed_out, uint64_t *deadline)
 	struct stop_state *st = c->stop;
 	uint64_t v = LOAD(st), d = RELAXED(&st->deadline);
 
-	if (timed_out && d > now_ns()) {
-		*deadline = d;
-	} else if (timed_out) {
-		past_deadline(st, GEN(v), now_ns());
+	*deadline = timed_out && d <= now_ns() ? NO_DEADLINE : d;
+	if (timed_out && d <= now_ns() && past_deadline(st, GEN(v), now_ns()))
 		abandon(st, GEN(v), PH_TIMEDOUT);
-		v = LOAD(st);
-		*deadline = NO_DEADLINE;
-	}
-	return PHASE(v) >= PH_TIMEDOUT ? -ECANCELED : 0;
+	return PHASE(LOAD(st)) >= PH_TIMEDOUT ? -ECANCELED : 0;
 }
 
 /* One rendezvous of the @n hogs in msel (their mflags set): fn's value,
