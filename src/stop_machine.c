@@ -19,9 +19,10 @@
  * moved leaves fn alone: -ENOENT where fn ran nowhere, -EINTR where on
  * some).  EXIT: each serializes its core and leaves.  TIMEDOUT, NOCPU:
  * abandoned before RUN, fn ran nowhere.  rules[] says what a waiting hog
- * does on each event: the deadline (stop_timeout_ns after the latest step
- * of any hog, never before the caller woke them all: a guest's vCPUs come
- * late); a lost hold (a hog of the stop off its CPU, or quiet and no
+ * does on each event: the deadline (stop_timeout_ns after the latest
+ * arrival, never before the caller woke them all: a guest's vCPUs come
+ * late; not moved by later steps, so that the hogs spin at most that
+ * long, and other threads get the CPUs between stops); a lost hold (a hog of the stop off its CPU, or quiet and no
  * longer pinned: the kernel moves it, perhaps behind a hog of ours at its
  * priority); fn past overrun_ns (blocked on what a held CPU's thread
  * owns, it would spin the others until RT throttling).  Before RUN the
@@ -125,7 +126,7 @@ static void abandon(struct stop_state *st, uint32_t gen, unsigned int why)
 		;
 }
 
-/* A step: the deadline is stop_timeout_ns from now, if that is later.
+/* An arrival: the deadline is stop_timeout_ns from now, if later.
  * relaxed: a time, read by hogs and the caller at their next look. */
 static void extend(struct stop_state *st)
 {
@@ -159,7 +160,7 @@ static void ack(struct stop_state *st, uint32_t gen, unsigned int ph)
 {
 	uint64_t v = LOAD(st), nv, t = ph == PH_CHECK ? now_ns() : 0;
 
-	if (ph < PH_RUN && GEN(v) == gen)
+	if (ph == PH_PREPARE && GEN(v) == gen)
 		extend(st);
 	do {
 		if (GEN(v) != gen || PHASE(v) != ph)
