@@ -15,7 +15,13 @@
  * The wait is a poll with naps, bounded by its own deadline (four stop
  * timeouts), apart from the stop's, which begins once the lock is had:
  * F_OFD_SETLKW has no timeout, and a holder may be a stop that waits for
- * ever (CPUHOG_NO_TIMEOUT), or a long one.
+ * ever (CPUHOG_NO_TIMEOUT), or a long one.  A poll alone would starve a
+ * waiter behind a process stopping back to back (it re-takes the lock
+ * microseconds after it lets go; the waiter naps), so the first waiter
+ * says it waits, holding byte W, and the lock is taken as bytes M and W
+ * together, which fails while anyone waits: only that waiter then takes
+ * M alone.  The holder lets W go as soon as it has M (a third fcntl()),
+ * so that the next waiter can say so while it runs.
  *
  * One descriptor per process, opened when a context is made (never in a
  * stop: nothing there does I/O) with O_CLOEXEC.  A forked child shares
@@ -37,6 +43,8 @@
 #include <unistd.h>
 
 #define STOP_LOCK_PATH "/run/lock/cpuhog-stop.lock"
+#define M 0 /* the byte a stop holds */
+#define W 1 /* the byte the first waiter holds */
 #define NAP_MIN_NS 20000u    /* the first nap while another holds it */
 #define NAP_MAX_NS 1000000u  /* and the longest */
 
@@ -90,9 +98,10 @@ bool stop_lock_open(void)
 	return true;
 }
 
-static int ofd_lock(int fd, short type)
+static int ofd_lock(int fd, short type, off_t start, off_t len)
 {
-	struct flock fl = { .l_type = type, .l_whence = SEEK_SET };
+	struct flock fl = { .l_type = type, .l_whence = SEEK_SET,
+			    .l_start = start, .l_len = len };
 
 	return fcntl(fd, F_OFD_SETLK, &fl);
 }
@@ -103,19 +112,29 @@ int stop_lock(uint64_t timeout_ns, bool *waited)
 	uint64_t nap = NAP_MIN_NS, deadline = timeout_ns > NO_DEADLINE / 8
 						      ? NO_DEADLINE
 						      : deadline_in(4 * timeout_ns);
+	bool first = false; /* we hold W: the first waiter */
+	int r;
 
 	*waited = false;
 	if (fd < 0)
 		return 1; /* unserialized */
-	while (ofd_lock(fd, F_WRLCK) < 0) {
-		if (errno != EAGAIN && errno != EACCES && errno != EINTR)
-			return 1; /* no locks here (a file system without) */
-		if (now_ns() >= deadline)
-			return -ETIMEDOUT;
+	while (first ? ofd_lock(fd, F_WRLCK, M, 1) < 0
+		     : ofd_lock(fd, F_WRLCK, M, 2) < 0) {
+		if ((errno != EAGAIN && errno != EACCES && errno != EINTR) ||
+		    now_ns() >= deadline) {
+			r = errno != EAGAIN && errno != EACCES && errno != EINTR
+				    ? 1 /* no locks here (a file system without) */
+				    : -ETIMEDOUT;
+			if (first)
+				ofd_lock(fd, F_UNLCK, W, 1);
+			return r;
+		}
 		*waited = true;
+		first = first || ofd_lock(fd, F_WRLCK, W, 1) == 0;
 		nanosleep(&(struct timespec){ 0, (long)nap }, NULL);
 		nap = nap * 2 < NAP_MAX_NS ? nap * 2 : NAP_MAX_NS;
 	}
+	ofd_lock(fd, F_UNLCK, W, 1);
 	return 0;
 }
 
@@ -124,5 +143,5 @@ void stop_unlock(void)
 	int fd = atomic_load_explicit(&g_fd, memory_order_relaxed);
 
 	if (fd >= 0)
-		ofd_lock(fd, F_UNLCK);
+		ofd_lock(fd, F_UNLCK, M, 1);
 }

@@ -41,8 +41,8 @@
  * bound.  Nothing here allocates, creates threads or does I/O but the
  * lock's fcntl().  tests/model/stop.pml models this loop (make check).
  *
- * Kernel entries of a stop on 2 CPUs (tests/test_entries.c), 3 + 4: the
- * caller's lock, unlock and one wake, of its own CPU's hog, which wakes
+ * Kernel entries of a stop on 2 CPUs (tests/test_entries.c), 4 + 4: the
+ * caller's lock (two fcntl()), unlock and one wake, of its own CPU's hog, which wakes
  * the other; each hog's futex wait, and where fn runs its signal check.
  * Spinning makes none; a quiet hog costs a sched_getaffinity() per
  * LOOK_NS, made by whichever hog claims the look.

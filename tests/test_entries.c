@@ -291,15 +291,15 @@ struct kind {
  * remote hog (its poller wakes it), and hog_synchronize() asks nothing of
  * the kernel where every poller acknowledges.  A multi-CPU call's caller
  * makes one wake, of its own CPU's hog, which wakes the other (wake.c);
- * a stop's caller also takes and drops the machine-wide lock (two
+ * a stop's caller also takes and drops the machine-wide lock (three
  * fcntl(), src/serialize.c).
  */
 static const struct kind kinds[] = {
 	{ "hog_one_cpu, other CPU", op_one_cpu, false, false, { 1, 0 }, { 2, 2 }, 1 },
 	{ "hog_cpus, 2 CPUs", op_cpus, false, false, { 1, 1 }, { 5, 4 }, 2 },
 	{ "hog_cpus, all CPUs", op_cpus_all, true, false, { 1, 1 }, { 5, 4 }, 2 },
-	{ "stop_two_cpus", op_stop_two, false, true, { 3, 3 }, { 4, 3 }, 1 },
-	{ "stop_machine", op_stop, true, true, { 3, 3 }, { 4, 3 }, 1 },
+	{ "stop_two_cpus", op_stop_two, false, true, { 4, 4 }, { 4, 3 }, 1 },
+	{ "stop_machine", op_stop, true, true, { 4, 4 }, { 4, 3 }, 1 },
 	{ "hog_synchronize", op_sync, true, false, { 1, 1 }, { 1, 0 }, 0 },
 };
 
