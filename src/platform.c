@@ -268,47 +268,18 @@ static int has_serialize(void)
 /*
  * Make the instruction stream coherent with earlier stores on this CPU:
  * code rewritten by a stop_machine() callback is safe to run afterwards.
- *
- * Without SERIALIZE, x86-64 takes the kernel's sync_core() fallback, an
- * IRET to the next instruction (IRET serializes), not CPUID: a hypervisor
- * intercepts every CPUID, which cost 7.1 us here (an IRET, 80 ns), paid
- * by each hog and again by the caller, on the stop's critical path.  The
- * red zone below the stack pointer is stepped over: we may not own it.
  */
 void serialize_core(void)
 {
-#if defined(__x86_64__)
-	unsigned long tmp;
-
+#if defined(__x86_64__) || defined(__i386__)
 	if (has_serialize()) {
 		__asm__ __volatile__(".byte 0x0f, 0x01, 0xe8" ::: "memory");
-		return;
-	}
-	__asm__ __volatile__("sub $128, %%rsp\n\t"
-			     "mov %%ss, %k0\n\t"
-			     "pushq %0\n\t"
-			     "pushq %%rsp\n\t"
-			     "addq $8, (%%rsp)\n\t"
-			     "pushfq\n\t"
-			     "mov %%cs, %k0\n\t"
-			     "pushq %0\n\t"
-			     "lea 1f(%%rip), %0\n\t"
-			     "pushq %0\n\t"
-			     "iretq\n"
-			     "1:\n\t"
-			     "add $128, %%rsp"
-			     : "=&r"(tmp)
-			     :
-			     : "cc", "memory");
-#elif defined(__i386__)
-	unsigned int a, b, c, d;
+	} else {
+		unsigned int a, b, c, d;
 
-	if (has_serialize()) {
-		__asm__ __volatile__(".byte 0x0f, 0x01, 0xe8" ::: "memory");
-		return;
+		__cpuid(0, a, b, c, d);
+		(void)a, (void)b, (void)c, (void)d;
 	}
-	__cpuid(0, a, b, c, d);
-	(void)a, (void)b, (void)c, (void)d;
 #elif defined(__aarch64__)
 	__asm__ __volatile__("isb" ::: "memory");
 #else
