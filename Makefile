@@ -10,7 +10,8 @@
 #   make check-smp  the same tests inside emulated QEMU guests with SMP
 #                   vCPUs each (default 8; SMP="4 16 64" for several)
 #   make check-arm64  the library and its tests cross-built for arm64 and
-#                   run under qemu-aarch64-static
+#                   run under qemu-aarch64-static, then the rseq fence's
+#                   example and test in an emulated arm64 system guest
 #   make soak-smp   the reliability storms, longer, in a 16-vCPU guest
 BUILD    ?= build
 PREFIX   ?= /usr/local
@@ -35,11 +36,17 @@ run: deps
 	$(MAKE) build
 	$(BUILD)/tools/cpuhog bench --quick
 
-# Tests hold CPUs at top priority: run them one at a time.
+# Tests hold CPUs at top priority: run them one at a time.  Then each
+# skipped test with the reason it printed (tests/skips.sh reads ctest's
+# JUnit file); the exit status is ctest's.
+JUNIT = $(BUILD)/Testing/ctest-junit.xml
 check: deps
 	cmake -S . -B $(BUILD) -DCPUHOG_TESTS=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD) -j$(JOBS)
-	ctest --test-dir $(BUILD) --output-on-failure -j1
+	@rm -f $(JUNIT); rc=0; \
+	ctest --test-dir $(BUILD) --output-on-failure -j1 \
+	  --output-junit $(abspath $(JUNIT)) || rc=$$?; \
+	sh tests/skips.sh $(JUNIT); exit $$rc
 
 # The same tests under ASan+UBSan and under TSan.  Children forked from a
 # process with hogs start threads (the library again): TSan must allow it.
@@ -74,13 +81,17 @@ soak-smp: deps
 	bash scripts/smp-guest.sh $(BUILD) $(SOAK_SMP)
 
 # The same library for arm64: Debian's cross compiler, the tests run one by
-# one under qemu-aarch64-static (CMAKE_CROSSCOMPILING_EMULATOR).
+# one under qemu-aarch64-static (CMAKE_CROSSCOMPILING_EMULATOR).  That has
+# no rseq: the fence's example and test run again in an arm64 system guest
+# (scripts/arm64-guest.sh: Debian's arm64 kernel under qemu-system-aarch64,
+# about a minute here).
 check-arm64:
 	@sh scripts/deps.sh arm64
 	cmake -S . -B build-arm64 -DCPUHOG_TESTS=ON \
 	  -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake $(CMAKE_FLAGS)
 	cmake --build build-arm64 -j$(JOBS)
 	ctest --test-dir build-arm64 --output-on-failure -j1
+	bash scripts/arm64-guest.sh build-arm64
 
 # The long reliability run: minutes of soak, hundreds of hotplug cycles,
 # 30 s of CPU offline per multi-CPU call kind.

@@ -461,6 +461,8 @@ static const struct target targets[] = {
 	{ "  the same, with a thread of ours running on the remote CPU",
 	  "hog_synchronize, remote CPU busy",
 	  "membarrier PRIVATE_EXPEDITED, remote busy", true, 2.0 },
+	{ "hog_synchronize, ours busy on every CPU, at most 1.5x membarrier",
+	  BUSY_SYNC_OURS, BUSY_MB_OURS, true, 1.5 },
 	{ "hog_synchronize at least 100x faster than membarrier GLOBAL",
 	  "membarrier GLOBAL", "hog_synchronize", false, 100.0 },
 	{ "poll: hog_one_cpu within 10x the cache-line round trip",
@@ -517,13 +519,14 @@ static double ratio_of(struct op *ops, size_t n, const struct target *t)
 
 /* Why a target has no figure: the first of its sides that failed or was
  * skipped. */
-static const char *unmeasured(struct op *ops, size_t n, const struct target *t)
+static const char *unmeasured_rows(struct op *ops, size_t n, const char *a,
+				   const char *b)
 {
 	static char why[160];
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (!strcmp(ops[i].name, t->a) || !strcmp(ops[i].name, t->b)) {
+		if (!strcmp(ops[i].name, a) || !strcmp(ops[i].name, b)) {
 			if (!ops[i].error && !ops[i].skip && ops[i].n)
 				continue;
 			snprintf(why, sizeof(why), "%s %s", ops[i].name,
@@ -531,6 +534,11 @@ static const char *unmeasured(struct op *ops, size_t n, const struct target *t)
 			return why;
 		}
 	return "a side was not measured";
+}
+
+static const char *unmeasured(struct op *ops, size_t n, const struct target *t)
+{
+	return unmeasured_rows(ops, n, t->a, t->b);
 }
 
 /* Whether a row of ours failed: the run then exits non-zero. */
@@ -545,6 +553,33 @@ static bool ours_failed(const struct op *ops, size_t n)
 }
 
 /* ---- output ---- */
+
+/* The stop's cost to another process against fn + 20 us: a target of
+ * its own, in time, not a ratio; a line of the table or a JSON element. */
+static void stop_cost_line(struct op *ops, size_t n, bool json)
+{
+	static const char what[] = "stop of a 20 us fn costs another process "
+				   "at most fn + 20 us";
+	struct op *op = find(ops, n, STOP_COST_ROW);
+	double lost = op ? pct(op, 0.5) : NAN;
+
+	if (json) {
+		printf("  {\"target\": \"%s\", \"fn_ns\": %.0f, \"limit_ns\": %.0f, ",
+		       what, STOP_COST_FN_NS, STOP_COST_TARGET_NS);
+		if (op)
+			printf("\"lost_ns\": %.0f, \"met\": %s},\n", lost,
+			       lost <= STOP_COST_TARGET_NS ? "true" : "false");
+		else
+			printf("\"lost_ns\": null, \"met\": null},\n");
+		return;
+	}
+	if (!op)
+		printf("  %-64s not measured (%s)\n", what,
+		       unmeasured_rows(ops, n, STOP_COST_ROW, STOP_COST_ROW));
+	else
+		printf("  %-64s %6.1f us  %s\n", what, lost / 1e3,
+		       lost <= STOP_COST_TARGET_NS ? "met" : "MISSED");
+}
 
 static void print_table(struct op *ops, size_t n, const struct machine *m,
 			const struct idle *id, const struct bench_opts *o)
@@ -619,6 +654,7 @@ static void print_table(struct op *ops, size_t n, const struct machine *m,
 				       ? "met"
 				       : "MISSED");
 	}
+	stop_cost_line(ops, n, false);
 	printf("  %-64s %8.0f ns  %s\n", "idle: hogs' CPU time while idle",
 	       (double)id->hog_ns, id->hog_ns == 0 ? "met" : "MISSED");
 	printf("  %-64s %5zu KiB + %ld KiB resident  %s\n",
@@ -720,6 +756,7 @@ static void print_json(struct op *ops, size_t n, const struct machine *m,
 				       ? "true"
 				       : "false");
 	}
+	stop_cost_line(ops, n, true);
 	printf("  {\"target\": \"idle CPU time\", \"seconds\": %.1f, "
 	       "\"hog_ns\": %llu, \"met\": %s},\n",
 	       id->seconds, id->hog_ns, id->hog_ns ? "false" : "true");
@@ -803,6 +840,9 @@ int cmd_bench(int argc, char **argv)
 	char *end;
 	int c;
 
+	/* without real time the rows measure weak mode, and say so; the
+	 * stops' rows skip (need_rt()) */
+	setenv("CPUHOG_WEAK", "1", 0);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "qjr:g:mh", lo, NULL)) != -1) {
 		switch (c) {
@@ -819,11 +859,8 @@ int cmd_bench(int argc, char **argv)
 		case 'b': o.budget_ms = atof(optarg); break;
 		case 'g':
 			/* a duration like every other; the helpers get us */
-			if (strcmp(optarg, "0") &&
-			    tool_duration("bench", "--gap", optarg, &bench_gap_ns))
+			if (tool_duration("bench", "--gap", optarg, &bench_gap_ns))
 				return EXIT_USAGE;
-			if (!strcmp(optarg, "0"))
-				bench_gap_ns = 0;
 			if (bench_gap_ns > 100000000ull) {
 				fprintf(stderr, "cpuhog bench: --gap takes 0 to 100ms\n");
 				return EXIT_USAGE;
@@ -858,6 +895,8 @@ int cmd_bench(int argc, char **argv)
 	n += peer_ops(ops + n);
 	n += poll_ops(ops + n);
 	n += crowd_ops(ops + n);
+	n += stop_cost_ops(ops + n);
+	n += busy_all_ops(ops + n);
 	if (!o.json) {
 		tool_say_priority("bench", "our rows are those of ordinary "
 					   "threads, and the stop rows are "

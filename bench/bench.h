@@ -97,6 +97,22 @@ double ours_one_remote(struct op *op);
 double ours_cpus_all(struct op *op);
 double ours_stop_all(struct op *op);
 double ours_synchronize(struct op *op);
+/* Why stop_machine() cannot be measured here (no real-time hogs), or
+ * NULL. */
+const char *ours_need_rt(struct op *op);
+/* What a stop costs another process (bench/stop_cost.c): the time a busy
+ * thread of it loses per stop_machine() of a 20 us fn; its target is at
+ * most fn + 20 us. */
+#define STOP_COST_ROW "stop of 20 us fn: other process loses"
+#define STOP_COST_FN_NS 20000.0
+#define STOP_COST_TARGET_NS (STOP_COST_FN_NS + 20000.0)
+size_t stop_cost_ops(struct op *ops);
+/* Every CPU busy, with threads of ours or of another process
+ * (bench/busy_all.c): stop_machine, hog_synchronize and membarrier. */
+#define BUSY_STOP_OURS "stop_machine, ours busy on every CPU"
+#define BUSY_SYNC_OURS "hog_synchronize, ours busy on every CPU"
+#define BUSY_MB_OURS "membarrier PRIVATE_EXP., ours busy on every CPU"
+size_t busy_all_ops(struct op *ops);
 /* What poll mode costs others (bench/poll.c): the throughput a CPU-bound
  * process keeps on a polled CPU, and the pollers' CPU time when idle
  * (share of each polled CPU). */

@@ -79,7 +79,7 @@ static const char *need_two(struct op *op)
 
 /* stop_machine() refuses (-EPERM) without real-time hogs: not a failure
  * of the call, a fact of the machine. */
-static const char *need_rt(struct op *op)
+const char *ours_need_rt(struct op *op)
 {
 	struct cpuhog_info in;
 
@@ -92,7 +92,7 @@ static const char *need_rt(struct op *op)
 
 static const char *stop_busy_setup(struct op *op)
 {
-	const char *why = need_rt(op);
+	const char *why = ours_need_rt(op);
 
 	return why ? why : busy_setup(op);
 }
@@ -104,7 +104,7 @@ static const char *nospin_setup(struct op *op)
 	const char *why = need_two(op);
 
 	if (!why && op->run == ours_stop_all)
-		why = need_rt(op);
+		why = ours_need_rt(op);
 	if (why)
 		return why;
 	cpuhog_shutdown();
@@ -118,7 +118,7 @@ static const char *nospin_setup(struct op *op)
 static const char *flat_setup(struct op *op)
 {
 	struct cpuhog_attr a;
-	const char *why = op->run == ours_stop_all ? need_rt(op) : NULL;
+	const char *why = op->run == ours_stop_all ? ours_need_rt(op) : NULL;
 
 	if (why)
 		return why;
@@ -144,7 +144,7 @@ size_t ours_ops(struct op *ops)
 		{ .name = "hog_one_cpu_nowait + hog_work_wait",
 		  .setup = need_two, .run = nowait_remote },
 		{ .name = "hog_cpus, all CPUs", .run = ours_cpus_all },
-		{ .name = "stop_machine, all CPUs", .setup = need_rt,
+		{ .name = "stop_machine, all CPUs", .setup = ours_need_rt,
 		  .run = ours_stop_all },
 		{ .name = "stop_machine, all CPUs, remote busy",
 		  .setup = stop_busy_setup, .run = ours_stop_all,

@@ -18,9 +18,9 @@
  * new one can begin there until drain returns.  drain owns the cache
  * while it runs, with plain loads and stores.
  *
- * x86-64 only (the section is hand-written assembly); percpu_supported()
- * says whether it can run here.  Used by examples/percpu_cache.c and
- * tests/test_rseq.c.
+ * x86-64 and aarch64 (the section is hand-written assembly, one for
+ * each); percpu_supported() says whether it can run here.  Used by
+ * examples/percpu_cache.c and tests/test_rseq.c.
  */
 #ifndef PERCPU_CACHE_H
 #define PERCPU_CACHE_H
@@ -53,32 +53,52 @@ static inline struct rseq *percpu_rseq(void)
  * cpu_id and rseq_cs) and the section is written for this machine. */
 static inline bool percpu_supported(void)
 {
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
 	return __rseq_size >= 16 && (int)percpu_rseq()->cpu_id >= 0;
 #else
 	return false;
 #endif
 }
 
+/* Why percpu_supported() is false: for a skip message. */
+static inline const char *percpu_unsupported(void)
+{
+#if defined(__x86_64__) || defined(__aarch64__)
+	return "glibc registered no rseq area for this thread (qemu-user, "
+	       "glibc.pthread.rseq=0, glibc before 2.35)";
+#else
+	return "the rseq section is written for x86-64 and aarch64 only";
+#endif
+}
+
+/* The section's descriptor, at label 3: it starts at label 1, ends
+ * (past the commit) at 2, and restarts at the abort handler at 4. */
+#define PERCPU_CS                                                       \
+	".pushsection __rseq_cs, \"aw\"\n\t"                            \
+	".balign 32\n\t"                                                \
+	"3:\n\t"                                                        \
+	".long 0, 0\n\t" /* version, flags */                           \
+	".quad 1f, 2f - 1f, 4f\n\t" /* start, post-commit, abort */     \
+	".popsection\n\t"
+
 /*
  * Push @item onto the calling thread's CPU's slot of @slots.  @spin
  * widens the section (iterations between the load and the commit), for
- * tests that want preemption inside it.  PUSH_ABORTED: the kernel
- * restarted the section; call again.
+ * tests that want preemption inside it; on aarch64 also the gap between
+ * the read of the CPU and the section, which the section's compare
+ * covers (a thread moved there must not push onto the CPU it left).
+ * PUSH_ABORTED: the kernel restarted the section, or the thread moved
+ * before it; call again.
  */
 static inline int percpu_push(struct percpu_slot *slots, long item,
 			      unsigned int spin)
 {
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
 	struct rseq *rs = percpu_rseq();
-
+#endif
+#if defined(__x86_64__)
 	__asm__ goto(
-		".pushsection __rseq_cs, \"aw\"\n\t"
-		".balign 32\n\t"
-		"3:\n\t"
-		".long 0, 0\n\t" /* version, flags */
-		".quad 1f, 2f - 1f, 4f\n\t" /* start, post-commit, abort */
-		".popsection\n\t"
+		PERCPU_CS
 		"leaq 3b(%%rip), %%rax\n\t"
 		"movq %%rax, %[cs]\n\t" /* the last store before the section */
 		"1:\n\t"
@@ -112,6 +132,54 @@ static inline int percpu_push(struct percpu_slot *slots, long item,
 		  [slots] "r"(slots), [item] "r"(item), [spin] "r"(spin)
 		: "memory", "cc", "rax", "rcx", "rdx"
 		: full, aborted);
+#elif defined(__aarch64__)
+	/* the CPU read before the section, its slot chosen from it; the
+	 * section checks that it still runs there (cpu_id_start is the
+	 * field for this read: never negative) */
+	uint32_t cpu = __atomic_load_n(&rs->cpu_id_start, __ATOMIC_RELAXED);
+	struct percpu_slot *s = &slots[cpu];
+
+	for (volatile unsigned int i = 0; i < spin; i++)
+		;
+	__asm__ goto(
+		PERCPU_CS
+		"adrp x9, 3b\n\t"
+		"add x9, x9, :lo12:3b\n\t"
+		"str x9, %[cs]\n\t" /* the last store before the section */
+		"1:\n\t"
+		"ldr w9, %[cur]\n\t"
+		"cmp w9, %w[cpu]\n\t"
+		"b.ne 4f\n\t" /* moved since the read: again */
+		"ldr x10, [%[s]]\n\t" /* n */
+		"cmp x10, #" PERCPU_STR(PERCPU_CAP) "\n\t"
+		"b.hs %l[full]\n\t"
+		"add x11, %[s], x10, lsl #3\n\t"
+		"str %[item], [x11, #8]\n\t" /* above n: unseen */
+		"mov w12, %w[spin]\n\t"
+		"5:\n\t"
+		"cbz w12, 6f\n\t"
+		"sub w12, w12, #1\n\t"
+		"b 5b\n\t"
+		"6:\n\t"
+		"add x10, x10, #1\n\t"
+		"str x10, [%[s]]\n\t" /* commit: n + 1 */
+		"2:\n\t"
+		"b 7f\n\t"
+		/* brk #0x45e0, the signature: the kernel checks the four
+		 * bytes before the abort handler (inline, not in a section
+		 * of its own: b.ne reaches 1 MiB) */
+		".inst " PERCPU_STR(RSEQ_SIG_CODE) "\n\t"
+		"4:\n\t"
+		"b %l[aborted]\n\t"
+		"7:\n\t"
+		:
+		: [cs] "Q"(rs->rseq_cs), [cur] "Q"(rs->cpu_id),
+		  [cpu] "r"(cpu), [s] "r"(s), [item] "r"(item),
+		  [spin] "r"(spin)
+		: "memory", "cc", "x9", "x10", "x11", "x12"
+		: full, aborted);
+#endif
+#if defined(__x86_64__) || defined(__aarch64__)
 	return PUSH_DONE;
 full:
 	return PUSH_FULL;

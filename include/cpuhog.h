@@ -11,6 +11,9 @@
  *  - errors are negative errno values; a callback's own return value is
  *    passed back unchanged (so a callback should not return -ENOENT & co.
  *    if the caller must tell them apart);
+ *  - errors come in one order: a bad argument (-EINVAL), then a CPU that
+ *    has no hog or cannot be had (-ENOENT), then a promise that cannot
+ *    hold (-EPERM: see CPUHOG_F_WEAK);
  *  - CPU numbers are the kernel's (sched_getcpu(), taskset -c);
  *  - CPU sets follow glibc: @setsize as for sched_setaffinity(), so sets
  *    from CPU_ALLOC() of any size work;
@@ -100,10 +103,16 @@ enum {
 	 * which is not the callback's doing.  So a callback that faults and
 	 * sleeps in one run can escape once; a major fault counts. */
 	CPUHOG_F_STRICT = 1u << 0,
-	/* Let stop_machine() and stop_two_cpus() run when the hogs could
-	 * not get real-time priority.  Their guarantee does not hold then:
-	 * other threads may run beside fn. */
-	CPUHOG_F_WEAK_STOP = 1u << 1,
+	/* Weak mode: let the calls whose promise is exclusion (hog_one_cpu,
+	 * hog_one_cpu_nowait, hog_cpus, hog_cpus_ran, try_hog_cpus,
+	 * stop_machine, stop_two_cpus) run where that promise cannot hold,
+	 * instead of refusing with -EPERM: when the hogs could not get
+	 * real-time priority (another thread of ours may then preempt a
+	 * hog mid-fn), and, for stop_machine(), when an explicit
+	 * cpuhog_attr.cpus leaves out a CPU where a thread of ours may run.
+	 * The environment variable CPUHOG_WEAK=1 sets it too. */
+	CPUHOG_F_WEAK = 1u << 1,
+	CPUHOG_F_WEAK_STOP = CPUHOG_F_WEAK, /* its first name */
 	/* Do not check callbacks for sleeping or overrunning (saves two
 	 * getrusage() calls per callback). */
 	CPUHOG_F_NO_CHECKS = 1u << 2,
@@ -148,12 +157,16 @@ struct cpuhog_attr {
 	 * it sleeps; 0: 50 us; CPUHOG_NO_SPIN: never spin; at most one
 	 * second (-EINVAL beyond). */
 	uint64_t spin_ns;
-	/* CPUs to put hogs on (bits beyond setsize are clear), any the
-	 * cpuset allows; NULL: the CPUs the process was started with (its
-	 * affinity when the library was loaded: what taskset, numactl,
-	 * systemd's CPUAffinity= or a container runtime set), online and
-	 * allowed by the cpuset.  Not the affinity of the thread that
-	 * happens to initialise: pass that here if you want it. */
+	/* CPUs to put hogs on (bits beyond setsize are clear); a CPU that
+	 * cannot exist here (not in /sys/devices/system/cpu/possible) is
+	 * -EINVAL.  NULL: every possible CPU, as the kernel keeps a stopper
+	 * per possible CPU.  A CPU that is offline or outside the cpuset
+	 * has its hog all the same, away until the CPU can be had: so a
+	 * CPU that comes online or joins the cpuset later, or that a
+	 * thread of ours widens its affinity to, has its hog before the
+	 * next call needs it.  A set that leaves out a CPU where a thread
+	 * of ours may run makes stop_machine() refuse (-EPERM) unless
+	 * CPUHOG_F_WEAK. */
 	size_t cpus_setsize;
 	const cpu_set_t *cpus;
 	/* Poll mode: a poller parks this long after its hog's last work,
@@ -175,9 +188,12 @@ struct cpuhog_attr {
 /* What cpuhog_get_info() reports. */
 struct cpuhog_info {
 	unsigned int nr_cpu_ids; /* one more than the highest CPU number */
-	unsigned int nr_hogs;    /* CPUs that have a hog */
-	cpu_set_t cpus; /* CPUs below CPU_SETSIZE that have a hog; see
-			   cpuhog_get_cpus() for larger machines */
+	/* CPUs that have a hog: every CPU of the set (cpuhog_attr.cpus),
+	 * online or not; the hog of a CPU that cannot be had now waits,
+	 * away, until it can. */
+	unsigned int nr_hogs;
+	cpu_set_t cpus; /* those below CPU_SETSIZE; see cpuhog_get_cpus()
+			   for larger machines */
 	/* The weakest scheduling any hog obtained: policy SCHED_FIFO with
 	 * priority, or SCHED_OTHER with nice.  rt_errno says why real time
 	 * was refused (EPERM: no CAP_SYS_NICE and RLIMIT_RTPRIO 0), else 0. */
@@ -253,8 +269,10 @@ CPUHOG_API void cpuhog_attr_init(struct cpuhog_attr *attr);
  * explicit cpuhog_init() in the child uses what it is given instead.
  * Context: may sleep; not from hog context.
  * Returns 0; -EALREADY if already initialised (nothing changes); -EINVAL
- * for a bad @attr; -ENOENT if no CPU of the set can be hogged; -EDEADLK
- * from hog context; -ENOMEM or -EAGAIN if threads cannot be created.
+ * for a bad @attr (a CPU in @attr->cpus that cannot exist here too);
+ * -ENOENT if no CPU of the set can be had now (offline, outside the
+ * cpuset); -EDEADLK from hog context; -ENOMEM or -EAGAIN if threads
+ * cannot be created.
  */
 CPUHOG_API int cpuhog_init(const struct cpuhog_attr *attr);
 
@@ -263,7 +281,8 @@ CPUHOG_API int cpuhog_init(const struct cpuhog_attr *attr);
  *
  * Waits for calls in progress and for queued works, which still run.
  * Calls that start meanwhile return -ESHUTDOWN; calls after it
- * initialise again.
+ * initialise again.  dlclose() of the library, and exit() with no call
+ * in progress, do the same, joining the hogs for at most 250 ms.
  * Context: may sleep; does nothing from hog context.
  */
 CPUHOG_API void cpuhog_shutdown(void);
@@ -298,7 +317,9 @@ CPUHOG_API int cpuhog_get_polling(size_t setsize, cpu_set_t *set);
  * Context: may sleep; not from hog context.
  * Returns what fn returned; -EINVAL for NULL @fn; -ENOENT if @cpu has no
  * hog or is not usable now (offline, outside the cpuset): fn did not run;
- * -EDEADLK from hog context; -ESHUTDOWN during cpuhog_shutdown().
+ * -EPERM if the hogs lack real-time priority and CPUHOG_F_WEAK is not
+ * set (another thread of ours could run on @cpu beside fn); -EDEADLK
+ * from hog context; -ESHUTDOWN during cpuhog_shutdown().
  */
 CPUHOG_API int hog_one_cpu(unsigned int cpu, cpuhog_fn_t fn, void *arg);
 
@@ -311,7 +332,8 @@ CPUHOG_API int hog_one_cpu(unsigned int cpu, cpuhog_fn_t fn, void *arg);
  * Context: any thread, hog context included; does not sleep once the
  * library is initialised.
  * Returns true if queued; false, with nothing queued, for NULL @fn or
- * @work_buf, a buffer still queued or running, a @cpu without a hog, or
+ * @work_buf, a buffer still queued or running, a @cpu without a hog, hogs
+ * without real-time priority (unless CPUHOG_F_WEAK, as hog_one_cpu()), or
  * during cpuhog_shutdown().  A queued work on a CPU that went away
  * finishes with -ENOENT without running.
  */
@@ -325,7 +347,9 @@ CPUHOG_API bool hog_one_cpu_nowait(unsigned int cpu, cpuhog_fn_t fn, void *arg,
  * queued anew); -ENOENT if the work did not run, which includes a work
  * queued by the parent of a forked child, waited for in the child (it
  * runs in the parent only); -EINVAL for a buffer never queued; -EDEADLK
- * from hog context.
+ * from hog context, or from a signal handler whose thread was inside a
+ * call of the library (perhaps the hog_one_cpu_nowait() queueing this
+ * very buffer).
  */
 CPUHOG_API int hog_work_wait(struct cpuhog_work *work_buf);
 
@@ -346,7 +370,8 @@ CPUHOG_API bool hog_work_done(const struct cpuhog_work *work_buf);
  * Context: may sleep; not from hog context.
  * Returns 0 if every callback returned 0, else one of their non-zero
  * values; -ENOENT if fn ran nowhere (an empty set too); -EINVAL for NULL
- * @cpus or @fn; -EDEADLK from hog context.
+ * @cpus or @fn; -EPERM, with nothing run, if the hogs lack real-time
+ * priority and CPUHOG_F_WEAK is not set; -EDEADLK from hog context.
  */
 CPUHOG_API int hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
 			void *arg);
@@ -401,7 +426,13 @@ CPUHOG_API int try_hog_cpus(size_t setsize, const cpu_set_t *cpus,
  * slowly (an overcommitted VM), still gets its stop.  The deadline counts
  * from the caller's last wake of a hog at the earliest.
  * Offline CPUs (and CPUs that left the cpuset) take no part: nothing of
- * ours runs there.
+ * ours runs there.  A CPU that comes online or joins the cpuset between
+ * two stops has its hog at the next (cpuhog_attr.cpus); one that comes
+ * online during a stop is not held by it (the kernel's stop_machine
+ * blocks hotplug meanwhile; user space cannot).  With an explicit
+ * cpuhog_attr.cpus that leaves out a CPU where a thread of ours may run
+ * (online, in the cpuset), the stop cannot hold that CPU and refuses
+ * with -EPERM, unless CPUHOG_F_WEAK.
  *
  * The return value says whether fn ran: 0 or fn's value means it ran
  * exactly once on each CPU of @cpus (once in all for NULL), and nowhere
@@ -410,8 +441,10 @@ CPUHOG_API int try_hog_cpus(size_t setsize, const cpu_set_t *cpus,
  *
  * The hold has two limits, and the kernel sets both.  If a held CPU
  * starts going offline (or leaves the cpuset) before fn starts, the stop
- * gives up with -ENOENT: every hog says it is still on its own CPU after
- * all are held, and each checks again just before fn.  A hog moved in
+ * begins again on the CPUs left, as the kernel's stop_two_cpus() does,
+ * and after four such tries gives up with -ENOENT: every hog says it is
+ * still on its own CPU after all are held, and each checks again just
+ * before fn.  A hog moved in
  * the microseconds between the two leaves fn alone: -ENOENT if fn ran
  * nowhere, -EINTR if it ran on other CPUs of @cpus
  * (cpuhog_info.stop_misses counts both).  Once fn runs: if a held CPU goes away, or fn
@@ -422,16 +455,21 @@ CPUHOG_API int try_hog_cpus(size_t setsize, const cpu_set_t *cpus,
  * may run beside fn.  fn still runs to its end and its value is
  * returned; cpuhog_info.holds_released counts such stops, and the
  * overrun is reported.
- * Serialized with every other multi-CPU call.
+ * Serialized with every other multi-CPU call, and with other processes'
+ * stops (the kernel's stop_cpus_mutex, machine-wide): one that finds
+ * another's under way waits for it, at most four stop_timeout_ns, then
+ * returns -ETIMEDOUT with fn run nowhere (cpuhog_info.stop_serialized
+ * says where this cannot be had, cpuhog_info.stop_lock_waits counts
+ * the waits).
  * Context: may sleep; not from hog context.  fn must not sleep.
  * Returns 0 or a non-zero value fn returned; -EINVAL for NULL @fn;
  * -ENOENT if a CPU of @cpus has no hog or is offline, if @cpus is empty,
  * if no hogged CPU is online, or if a CPU went away before fn started
  * (fn ran nowhere: call again); -EINTR if a CPU of @cpus went away just
  * before fn started there, fn having run on others of @cpus;
- * -ETIMEDOUT (fn ran nowhere); -EPERM if
- * the hogs lack real-time priority and CPUHOG_F_WEAK_STOP is not set;
- * -EDEADLK from hog context.
+ * -ETIMEDOUT (fn ran nowhere); -EPERM (fn ran nowhere) if the hogs
+ * lack real-time priority, or a thread of ours may run on a CPU that has
+ * no hog, and CPUHOG_F_WEAK is not set; -EDEADLK from hog context.
  */
 CPUHOG_API int stop_machine(cpuhog_fn_t fn, void *data, size_t setsize,
 			    const cpu_set_t *cpus);
@@ -440,7 +478,8 @@ CPUHOG_API int stop_machine(cpuhog_fn_t fn, void *data, size_t setsize,
  * stop_two_cpus - stop_machine() on two CPUs: fn(arg) runs on @cpu1 while
  * @cpu2 spins in the same rendezvous.
  * Context and returns as stop_machine(); -EINVAL if the CPUs are equal,
- * -ENOENT if either has no hog or is offline (as the kernel's).
+ * -ENOENT if either has no hog or is offline (as the kernel's); -EPERM
+ * only for priority: it holds the two CPUs, not the machine.
  */
 CPUHOG_API int stop_two_cpus(unsigned int cpu1, unsigned int cpu2,
 			     cpuhog_fn_t fn, void *arg);
@@ -451,9 +490,11 @@ CPUHOG_API int stop_two_cpus(unsigned int cpu1, unsigned int cpu2,
  * Returns once each hogged CPU has run its hog since the call began (the
  * caller's own CPU counts at once: the caller runs there).  Every thread
  * that was running on those CPUs has been switched out meanwhile, which
- * is a full memory barrier between the caller and each of them: the
- * expedited grace period of the kernel, and what
- * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) gives.  Threads on CPUs
+ * is a full memory barrier between the caller and each of them: what
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) gives.  It is a barrier,
+ * not an RCU grace period: it waits for no reader to leave a critical
+ * section, and freeing what a reader may still hold after it is a
+ * use-after-free.  Threads on CPUs
  * without a hog are not covered.  Works without real-time priority.
  * A hogged CPU that left the cpuset while the call ran may still run a
  * thread of ours the kernel has not moved yet: then the call also asks
@@ -465,8 +506,11 @@ CPUHOG_API int stop_two_cpus(unsigned int cpu1, unsigned int cpu2,
  * periods do: a call is served by any pass over the CPUs that began after
  * it began, so callers that come together cost at most two passes
  * (cpuhog_info.sync_passes counts them).
+ * Bounded as stop_machine() is: when no CPU passed for
+ * cpuhog_attr.stop_timeout_ns (a CPU held by another process's real-time
+ * thread), it gives up with -ETIMEDOUT; the barrier then did not happen.
  * Context: may sleep; not from hog context.
- * Returns 0; -EDEADLK from hog context.
+ * Returns 0; -ETIMEDOUT; -EDEADLK from hog context.
  */
 CPUHOG_API int hog_synchronize(void);
 

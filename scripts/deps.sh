@@ -3,12 +3,13 @@
 # when run as root and they are missing.  The library itself needs none.
 #   deps.sh          make check, make run
 #   deps.sh arm64    make check-arm64: the cross compiler, qemu-user-static
-#                    and cmocka for arm64 (multiarch: dpkg learns arm64)
+#                    and cmocka for arm64 (multiarch: dpkg learns arm64),
+#                    qemu-system-arm and cpio for scripts/arm64-guest.sh
 set -u
 mode=${1:-host}
 if [ "$mode" = arm64 ]; then
 	pkgs="gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross
-	      qemu-user-static libcmocka-dev:arm64"
+	      qemu-user-static libcmocka-dev:arm64 qemu-system-arm cpio"
 else
 	pkgs="cmake make gcc pkg-config libcmocka-dev clang libclang-rt-14-dev
 	      util-linux liburcu-dev rt-tests libdpdk-dev man-db mandoc spin"

@@ -16,6 +16,7 @@
 
 _Thread_local struct hog *cpuhog_self;
 _Thread_local volatile sig_atomic_t in_call;
+_Thread_local volatile sig_atomic_t ctx_held;
 _Atomic uint64_t g_spin_ns;
 _Atomic uint32_t g_epoch;
 
@@ -29,6 +30,8 @@ struct ctx *ctx_ref(void)
 	/* seq_cst increment, then seq_cst load: Dekker with ctx_retire()'s
 	 * store of NULL and load of the count.  Either the retirer sees us
 	 * and waits, or we see NULL. */
+	ctx_held++;
+	atomic_signal_fence(memory_order_seq_cst); /* before the count */
 	atomic_fetch_add(&g_users, 1);
 	c = atomic_load(&g_ctx);
 	if (!c)
@@ -40,6 +43,8 @@ void ctx_put(void)
 {
 	/* release: our last use of the context before its retirer frees it */
 	atomic_fetch_sub_explicit(&g_users, 1, memory_order_release);
+	atomic_signal_fence(memory_order_seq_cst); /* after the count */
+	ctx_held--;
 }
 
 void ctx_publish(struct ctx *c)
@@ -53,6 +58,12 @@ struct ctx *ctx_current(void)
 	/* relaxed: the caller holds the init lock, under which alone the
 	 * context is published or retired */
 	return atomic_load_explicit(&g_ctx, memory_order_relaxed);
+}
+
+/* Whether no call holds the context now (a snapshot). */
+bool ctx_quiet(void)
+{
+	return atomic_load(&g_users) == 0;
 }
 
 /* Unpublish the context and wait until no call holds it; returns it
@@ -79,6 +90,7 @@ struct ctx *ctx_forget(void)
 
 	atomic_store_explicit(&g_ctx, NULL, memory_order_relaxed);
 	atomic_store_explicit(&g_users, 0, memory_order_relaxed);
+	ctx_held = 0;
 	atomic_fetch_add_explicit(&g_epoch, 1, memory_order_relaxed);
 	cpuhog_self = NULL;
 	return c;

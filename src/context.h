@@ -201,6 +201,15 @@ struct ctx {
 	size_t stack_size;
 	uint64_t overrun_ns, stop_timeout_ns, spin_ns, poll_ns;
 	bool rt_ok; /* every hog runs SCHED_FIFO */
+	cpu_set_t *possible; /* every CPU the kernel may bring up */
+	/* An explicit set that leaves out a possible CPU; the watcher,
+	 * whose affinity tells where our threads may go (lifecycle.c,
+	 * watch_main(); multi.c, reach()): its tid, and 0 starting, 1
+	 * running, 2 told to stop (a futex). */
+	bool partial, watching;
+	pid_t watch_tid;
+	_Atomic uint32_t watch_state;
+	pthread_t watcher;
 
 	/* Multi-CPU calls. */
 	pthread_mutex_t multi_lock;
@@ -210,7 +219,9 @@ struct ctx {
 	bool transit;
 	struct group group;
 	struct hog **msel; /* nr_hogs entries, under multi_lock */
-	cpu_set_t *mscratch; /* for hog_usable(), under multi_lock */
+	cpu_set_t *mscratch; /* scratch, under multi_lock */
+	cpu_set_t *reach; /* reach()'s, under multi_lock */
+	bool reach_fresh; /* read in this multi-CPU call */
 	cpu_set_t *mscratch2; /* for in_transit(), under multi_lock */
 	uint32_t *mflags;  /* work flags per msel entry, under multi_lock */
 	struct stop_state *stop;
@@ -223,6 +234,8 @@ struct ctx {
 	/* hog_synchronize()'s passes: twice the passes begun, plus one while
 	 * one runs (odd); written under multi_lock (sched.c) */
 	_Atomic uint64_t sync_seq;
+	bool sync_failed; /* under multi_lock: the last pass timed out */
+	uint32_t sync_left; /* under multi_lock: sync_poll()'s last count */
 
 	/* Poll mode: hog_synchronize()'s generation, the pollers' acks. */
 	_Atomic uint32_t sync_gen;
@@ -245,6 +258,7 @@ HIDDEN void ctx_put(void);	 /* give back ctx_ref()'s or ctx_get()'s */
 HIDDEN void ctx_publish(struct ctx *c);
 HIDDEN struct ctx *ctx_current(void); /* a peek, under the init lock */
 HIDDEN struct ctx *ctx_retire(void);
+HIDDEN bool ctx_quiet(void);
 HIDDEN struct ctx *ctx_forget(void); /* a forked child's, no waiting */
 HIDDEN struct hog *hog_of(struct ctx *c, unsigned int cpu);
 
@@ -254,6 +268,11 @@ HIDDEN extern _Thread_local struct hog *cpuhog_self; /* NULL: not a hog */
  * or cpuhog_shutdown(): a signal handler of this thread must not enter
  * another.  Written and read by one thread, its handlers included. */
 HIDDEN extern _Thread_local volatile sig_atomic_t in_call;
+/* References this thread holds (ctx_ref() to ctx_put()), its handlers'
+ * included: a handler that finds one must not wait for the context to
+ * drain, nor for what its thread was doing (cpuhog_shutdown(),
+ * hog_work_wait()). */
+HIDDEN extern _Thread_local volatile sig_atomic_t ctx_held;
 HIDDEN extern _Atomic uint64_t g_spin_ns; /* hog_work_wait() holds no
 					     reference to the context */
 HIDDEN extern _Atomic uint32_t g_epoch;  /* moves on in a forked child */

@@ -26,14 +26,17 @@
 #define check_end cpuhog_i_check_end
 #define cpuhog_self cpuhog_i_self
 #define call_enter cpuhog_i_call_enter
+#define call_exclusive cpuhog_i_call_exclusive
 #define call_leave cpuhog_i_call_leave
 #define in_call cpuhog_i_in_call
 #define ctx_get cpuhog_i_ctx_get
+#define ctx_held cpuhog_i_ctx_held
 #define ctx_put cpuhog_i_ctx_put
 #define ctx_ref cpuhog_i_ctx_ref
 #define ctx_publish cpuhog_i_ctx_publish
 #define ctx_current cpuhog_i_ctx_current
 #define ctx_retire cpuhog_i_ctx_retire
+#define ctx_quiet cpuhog_i_ctx_quiet
 #define ctx_forget cpuhog_i_ctx_forget
 #define deadline_in cpuhog_i_deadline_in
 #define futex_wait cpuhog_i_futex_wait
@@ -78,8 +81,11 @@
 #define sw_slept_since cpuhog_i_sw_slept_since
 #define sw_wait_begin cpuhog_i_sw_wait_begin
 #define sw_wait_end cpuhog_i_sw_wait_end
+#define thread_start cpuhog_i_thread_start
 #define thread_switches cpuhog_i_thread_switches
+#define uncovered cpuhog_i_uncovered
 #define wake_hog cpuhog_i_wake_hog
+#define reach cpuhog_i_reach
 #define stop_lock cpuhog_i_stop_lock
 #define stop_lock_open cpuhog_i_stop_lock_open
 #define stop_unlock cpuhog_i_stop_unlock
@@ -129,6 +135,7 @@ HIDDEN void group_kick(struct group *g);
 HIDDEN struct ctx *ctx_get(int *err);
 HIDDEN struct ctx *call_enter(int *err);
 HIDDEN void call_leave(void);
+HIDDEN int call_exclusive(const struct ctx *c);
 
 /* multi.c */
 HIDDEN unsigned int multi_select(struct ctx *c, size_t setsize,
@@ -143,7 +150,9 @@ HIDDEN int multi_wait(struct ctx *c, uint64_t deadline,
 HIDDEN int multi_result(struct ctx *c, unsigned int n, bool *ran_any);
 HIDDEN int multi_lock(struct ctx *c, bool try);
 HIDDEN void multi_unlock(struct ctx *c);
-HIDDEN bool hog_usable(struct hog *h, cpu_set_t *scratch, size_t size);
+HIDDEN const cpu_set_t *reach(struct ctx *c);
+HIDDEN bool hog_usable(struct ctx *c, struct hog *h);
+HIDDEN bool uncovered(struct ctx *c);
 
 /* poll.c */
 HIDDEN bool poll_offer(struct hog *h);
@@ -214,6 +223,9 @@ HIDDEN bool mask_allows(int status_fd, size_t setsize, cpu_set_t *scratch,
 			unsigned int cpu);
 HIDDEN bool pinned_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu);
 HIDDEN int pin_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu);
+HIDDEN int thread_start(pthread_t *t, pthread_attr_t *pa, size_t setsize,
+			const cpu_set_t *one, const cpu_set_t *wide,
+			void *(*fn)(void *), void *arg);
 HIDDEN void obtain_priority(struct hog *h, int want);
 HIDDEN void serialize_core(void);
 HIDDEN void thread_switches(struct sw_count *out);

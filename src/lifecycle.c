@@ -108,6 +108,17 @@ void call_leave(void)
 	call_out();
 }
 
+/*
+ * The rule of every call whose promise is exclusion (nothing of ours runs
+ * beside fn on its CPU): it holds only where the hogs outrank our other
+ * threads, so without real-time priority such a call refuses unless the
+ * caller accepted weak mode.  Checked after the call's arguments and CPUs.
+ */
+int call_exclusive(const struct ctx *c)
+{
+	return c->rt_ok || (c->flags & CPUHOG_F_WEAK) ? 0 : -EPERM;
+}
+
 static void ctx_free(struct ctx *c)
 {
 	unsigned int i;
@@ -131,12 +142,69 @@ static void ctx_free(struct ctx *c)
 	free(c->kid_store);
 	CPU_FREE(c->mscratch);
 	CPU_FREE(c->mscratch2);
+	CPU_FREE(c->reach);
 	free(c->attr_cpus);
+	CPU_FREE(c->possible);
 	free(c->stop); /* one block: stop_state_new() */
 	free(c);
 }
 
-static void hogs_stop(struct ctx *c)
+/*
+ * The watcher: a thread of ours that sleeps until shutdown, whose
+ * affinity, set to every possible CPU, the kernel bounds by the cpuset
+ * and reports within the active CPUs: where it may run is where any
+ * thread of ours may go (multi.c, reach()).
+ */
+static void *watch_main(void *arg)
+{
+	struct ctx *c = arg;
+
+	c->watch_tid = gettid();
+	/* release: watch_tid before the creator's acquire */
+	atomic_store_explicit(&c->watch_state, 1, memory_order_release);
+	futex_wake(&c->watch_state, 1);
+	while (atomic_load(&c->watch_state) == 1)
+		futex_wait(&c->watch_state, 1, NO_DEADLINE);
+	return NULL;
+}
+
+static int watch_start(struct ctx *c)
+{
+	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
+	pthread_attr_t pa;
+	sigset_t all;
+	int r;
+
+	sigfillset(&all);
+	pthread_attr_init(&pa);
+	pthread_attr_setstacksize(&pa, PTHREAD_STACK_MIN);
+	pthread_attr_setsigmask_np(&pa, &all);
+	pthread_attr_setaffinity_np(&pa, sz, c->possible);
+	r = -pthread_create(&c->watcher, &pa, watch_main, c);
+	pthread_attr_destroy(&pa);
+	if (r)
+		return r;
+	pthread_setname_np(c->watcher, "cpuhog-watch");
+	/* acquire: pairs with watch_main()'s release */
+	while (!atomic_load_explicit(&c->watch_state, memory_order_acquire))
+		futex_wait(&c->watch_state, 0, NO_DEADLINE);
+	c->watching = true;
+	return 0;
+}
+
+static void watch_stop(struct ctx *c)
+{
+	if (!c->watching)
+		return;
+	atomic_store(&c->watch_state, 2);
+	futex_wake(&c->watch_state, 1);
+	pthread_join(c->watcher, NULL);
+	c->watching = false;
+}
+
+/* Stop every hog once its queue is drained, and join them, until
+ * @until (CLOCK_REALTIME; NULL: for ever).  false: one is still running. */
+static bool hogs_stop(struct ctx *c, const struct timespec *until)
 {
 	unsigned int i;
 
@@ -148,8 +216,47 @@ static void hogs_stop(struct ctx *c)
 		wake_hog(&c->hogs[i]);
 	}
 	for (i = 0; i < c->nr_hogs; i++)
-		pthread_join(c->hogs[i].thread, NULL);
+		if (until ? pthread_timedjoin_np(c->hogs[i].thread, NULL, until)
+			  : pthread_join(c->hogs[i].thread, NULL))
+			return false;
+	watch_stop(c);
 	pthread_mutex_destroy(&c->multi_lock);
+	return true;
+}
+
+/*
+ * Every CPU the kernel may ever bring up (sysfs "possible"), in a new
+ * set of @nr CPUs; all of them where the file cannot be read.
+ */
+static cpu_set_t *possible_set(unsigned int nr)
+{
+	size_t sz = CPU_ALLOC_SIZE(nr);
+	cpu_set_t *set = CPU_ALLOC(nr);
+	unsigned int cpu;
+
+	if (set && read_cpulist("/sys/devices/system/cpu/possible", sz, set,
+				nr) <= 0)
+		for (cpu = 0; cpu < nr; cpu++)
+			CPU_SET_S(cpu, sz, set);
+	return set;
+}
+
+/* -EINVAL if @set names a CPU that cannot exist on this machine. */
+static int cpus_exist(size_t setsize, const cpu_set_t *set)
+{
+	unsigned int nr = possible_cpus();
+	cpu_set_t *possible = possible_set(nr);
+	size_t cpu, sz = CPU_ALLOC_SIZE(nr);
+	int r = 0;
+
+	if (!possible)
+		return -ENOMEM;
+	for (cpu = 0; cpu < setsize * 8 && !r; cpu++)
+		if (CPU_ISSET_S(cpu, setsize, set) &&
+		    (cpu >= nr || !CPU_ISSET_S(cpu, sz, possible)))
+			r = -EINVAL;
+	CPU_FREE(possible);
+	return r;
 }
 
 static int attr_check(const struct cpuhog_attr *a)
@@ -175,7 +282,7 @@ static int attr_check(const struct cpuhog_attr *a)
 		return -EINVAL;
 	if (a->wake_fanout == 1) /* a chain: N wakes in a row, as flat */
 		return -EINVAL;
-	return 0;
+	return a->cpus ? cpus_exist(a->cpus_setsize, a->cpus) : 0;
 }
 
 /*
@@ -208,6 +315,7 @@ static void ctx_settings(struct ctx *c, const struct cpuhog_attr *a)
 {
 	const char *strict = getenv("CPUHOG_STRICT");
 	const char *poll = getenv("CPUHOG_POLL");
+	const char *weak = getenv("CPUHOG_WEAK");
 	struct cpuhog_attr def;
 
 	if (!a) {
@@ -219,6 +327,8 @@ static void ctx_settings(struct ctx *c, const struct cpuhog_attr *a)
 		c->flags |= CPUHOG_F_STRICT;
 	if (poll && strcmp(poll, "1") == 0)
 		c->flags |= CPUHOG_F_POLL;
+	if (weak && strcmp(weak, "1") == 0)
+		c->flags |= CPUHOG_F_WEAK;
 	c->poll_ns = a->poll_ns;
 	c->want_priority =
 		a->priority ? a->priority : sched_get_priority_max(SCHED_FIFO);
@@ -233,67 +343,33 @@ static void ctx_settings(struct ctx *c, const struct cpuhog_attr *a)
 }
 
 /*
- * The CPUs the process was started with: the affinity of the thread that
- * loaded the library, before main() could pin threads of its own.  That
- * is what taskset, numactl --physcpubind, systemd's CPUAffinity= and
- * container runtimes set.  A static program's constructors run before
- * main() too.
- */
-static cpu_set_t *g_start_cpus;
-static size_t g_start_size;
-
-__attribute__((constructor)) static void start_cpus_record(void)
-{
-	unsigned int n = possible_cpus();
-
-	g_start_size = CPU_ALLOC_SIZE(n);
-	g_start_cpus = CPU_ALLOC(n);
-	if (g_start_cpus &&
-	    sched_getaffinity(0, g_start_size, g_start_cpus) < 0) {
-		CPU_FREE(g_start_cpus);
-		g_start_cpus = NULL;
-	}
-}
-
-__attribute__((destructor)) static void start_cpus_free(void)
-{
-	CPU_FREE(g_start_cpus);
-	g_start_cpus = NULL;
-}
-
-/*
- * The CPUs to hog: the attribute's set, else the online CPUs the process
- * was started with (those outside the cpuset fail to pin and get no
- * hog).  Not the affinity of the thread that happens to initialise:
- * which thread that is must not matter.
+ * The CPUs to hog: the attribute's set, else every possible CPU, as the
+ * kernel keeps a stopper per possible CPU: a CPU that is offline or
+ * outside the cpuset now gets its hog all the same, away until the CPU
+ * can be had (hog_start()).  So wherever a thread of ours may run, now
+ * or after a hotplug, a cpuset change or its own sched_setaffinity(),
+ * there is a hog.
  */
 static cpu_set_t *wanted_cpus(struct ctx *c, const struct cpuhog_attr *a,
 			      size_t *size)
 {
 	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
 	cpu_set_t *set = CPU_ALLOC(c->nr_cpu_ids);
-	unsigned int cpu;
 
 	if (!set)
 		return NULL;
 	*size = sz;
 	CPU_ZERO_S(sz, set);
-	if (a && a->cpus) {
+	if (a && a->cpus)
 		memcpy(set, a->cpus, a->cpus_setsize < sz ? a->cpus_setsize : sz);
-		return set;
-	}
-	if (read_cpulist("/sys/devices/system/cpu/online", sz, set,
-			 c->nr_cpu_ids) <= 0)
-		for (cpu = 0; cpu < c->nr_cpu_ids; cpu++)
-			CPU_SET_S(cpu, sz, set);
-	for (cpu = 0; g_start_cpus && cpu < c->nr_cpu_ids; cpu++)
-		if (cpu >= g_start_size * 8 ||
-		    !CPU_ISSET_S(cpu, g_start_size, g_start_cpus))
-			CPU_CLR_S(cpu, sz, set);
+	else
+		CPU_OR_S(sz, set, set, c->possible);
+	/* an explicit set that leaves out a possible CPU: see reach() */
+	c->partial = !CPU_EQUAL_S(sz, set, c->possible);
 	return set;
 }
 
-/* Create the hog of @cpu.  -EINVAL: the CPU cannot be used. */
+/* Create the hog of @cpu, pinned there, or away while it cannot be. */
 static int hog_start(struct ctx *c, struct hog *h, unsigned int cpu)
 {
 	pthread_attr_t pa;
@@ -314,14 +390,16 @@ static int hog_start(struct ctx *c, struct hog *h, unsigned int cpu)
 	sigfillset(&all);
 	pthread_attr_init(&pa);
 	pthread_attr_setstacksize(&pa, c->stack_size);
-	/* Born pinned and with every signal blocked: no window where a
-	 * signal lands in a hog or the hog runs on another CPU. */
-	pthread_attr_setaffinity_np(&pa, h->masksize, h->mask);
+	/* Born pinned (or away, where its CPU cannot be had now) and with
+	 * every signal blocked: no window where a signal lands in a hog or
+	 * the hog runs fn on another CPU. */
 	pthread_attr_setsigmask_np(&pa, &all);
-	r = -pthread_create(&h->thread, &pa, hog_main, h);
+	r = thread_start(&h->thread, &pa, h->masksize, h->mask, c->possible,
+			 hog_main, h);
 	pthread_attr_destroy(&pa);
-	if (r)
+	if (r < 0)
 		return r;
+	atomic_store_explicit(&h->away, r == 1, memory_order_relaxed);
 	snprintf(name, sizeof(name), "cpuhog/%u", cpu % 100000000u);
 	pthread_setname_np(h->thread, name);
 	return 0;
@@ -371,17 +449,20 @@ static int ctx_alloc(struct ctx *c, unsigned int n)
 			      sizeof(*c->kid_store));
 	c->mscratch = CPU_ALLOC(c->nr_cpu_ids);
 	c->mscratch2 = CPU_ALLOC(c->nr_cpu_ids);
+	c->reach = CPU_ALLOC(c->nr_cpu_ids);
 	c->stop = stop_state_new(c);
 	if (!c->by_cpu || !c->hogs || !c->msel || !c->mflags || !c->mscratch ||
-	    !c->mscratch2 || !c->stop || !c->by_topo || !c->kid_store)
+	    !c->mscratch2 || !c->reach || !c->stop || !c->by_topo ||
+	    !c->kid_store)
 		return -ENOMEM;
 	memset(c->hogs, 0, sizeof(struct hog) * (n ? n : 1));
 	return 0;
 }
 
+/* A hog for every CPU of @want; -ENOENT if none of them can be had now. */
 static int hogs_start(struct ctx *c, size_t sz, const cpu_set_t *want)
 {
-	unsigned int cpu;
+	unsigned int cpu, here = 0;
 	int r;
 
 	for (cpu = 0; cpu < c->nr_cpu_ids; cpu++) {
@@ -390,11 +471,6 @@ static int hogs_start(struct ctx *c, size_t sz, const cpu_set_t *want)
 		if (!CPU_ISSET_S(cpu, sz, want))
 			continue;
 		r = hog_start(c, h, cpu);
-		if (r == -EINVAL) { /* offline or outside the cpuset */
-			free(h->mask);
-			memset(h, 0, sizeof(*h));
-			continue;
-		}
 		if (r < 0) {
 			free(h->mask);
 			memset(h, 0, sizeof(*h));
@@ -402,8 +478,9 @@ static int hogs_start(struct ctx *c, size_t sz, const cpu_set_t *want)
 		}
 		c->by_cpu[cpu] = h;
 		c->nr_hogs++;
+		here += !atomic_load_explicit(&h->away, memory_order_relaxed);
 	}
-	return c->nr_hogs ? 0 : -ENOENT;
+	return here ? 0 : -ENOENT;
 }
 
 /* The wake tree's shape (wake.c): each hog's place in topology order
@@ -479,7 +556,8 @@ static int ctx_create(const struct cpuhog_attr *a, struct ctx **out)
 		return -ENOMEM;
 	c->nr_cpu_ids = possible_cpus();
 	ctx_settings(c, a);
-	want = wanted_cpus(c, a, &sz);
+	c->possible = possible_set(c->nr_cpu_ids);
+	want = c->possible ? wanted_cpus(c, a, &sz) : NULL;
 	r = want ? ctx_alloc(c, (unsigned int)CPU_COUNT_S(sz, want)) : -ENOMEM;
 	if (r == 0)
 		r = attr_keep(c, a);
@@ -491,8 +569,10 @@ static int ctx_create(const struct cpuhog_attr *a, struct ctx **out)
 		pthread_mutexattr_destroy(&ma);
 		r = hogs_start(c, sz, want);
 		hogs_await_start(c);
+		if (r == 0)
+			r = watch_start(c);
 		if (r < 0)
-			hogs_stop(c);
+			hogs_stop(c, NULL);
 		else
 			tree_setup(c), pollers_start(c);
 	}
@@ -623,27 +703,39 @@ static void unlock_init(int was)
 }
 
 /*
- * exit(): stop the pollers, so that the process does not wait for a
- * SCHED_IDLE poller's turn on a busy CPU to be gone (poll.c).  Counted as
- * a user, as any call: a shutdown in another thread then waits for us
- * before it stops the pollers.
+ * dlclose() or exit(): the hogs must not outlive the code they run.  With
+ * no call in progress the library shuts down, its hogs joined for at most
+ * 250 ms (a hog queued behind another process's real-time thread is left
+ * to the process's end, its context not freed).  With one in progress
+ * (exit() from another thread), only the pollers are stopped, so that the
+ * process does not wait for a SCHED_IDLE poller's turn on a busy CPU to
+ * be gone (poll.c); the call holds the context, and the process's end
+ * takes the hogs.  250 ms: it takes microseconds where they can run, and
+ * a poller's rounds nap, so it gets its CPU even from a real-time thread
+ * of ours there; 20 ms was too short for a 16-vCPU guest whose vCPUs the
+ * host runs late.
  */
-__attribute__((destructor)) static void pollers_stop_at_exit(void)
+__attribute__((destructor)) static void unload(void)
 {
 	struct timespec until;
 	struct ctx *c;
+	int was;
 
-	c = ctx_ref();
-	/* 250 ms for them all to be gone: it takes microseconds where they
-	 * can run, and the rounds nap, so a poller gets its CPU even from
-	 * a real-time thread of ours there; 20 ms was too short for a
-	 * 16-vCPU guest whose vCPUs the host runs late */
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_nsec += 250000000;
 	if (until.tv_nsec >= 1000000000) {
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000;
 	}
+	if (cpuhog_self || in_call || ctx_held || (was = lock_init()) < 0)
+		return;
+	c = ctx_quiet() ? ctx_retire() : NULL;
+	if (c && hogs_stop(c, &until))
+		ctx_free(c);
+	unlock_init(was);
+	if (c)
+		return;
+	c = ctx_ref(); /* a call in progress: a shutdown now waits for us */
 	if (c) {
 		poll_exit_all(c->hogs, c->nr_hogs, &until);
 		ctx_put();
@@ -657,12 +749,12 @@ void cpuhog_shutdown(void)
 
 	/* inside a call (a handler interrupted it): that call counts in
 	 * g_users, which would never drain */
-	if (cpuhog_self || in_call || (was = lock_init()) < 0)
+	if (cpuhog_self || in_call || ctx_held || (was = lock_init()) < 0)
 		return;
 	if (ctx_current()) {
 		atomic_store(&g_shutting, true);
 		c = ctx_retire();
-		hogs_stop(c); /* drains every queue */
+		hogs_stop(c, NULL); /* drains every queue */
 		ctx_free(c);
 		atomic_store(&g_shutting, false);
 	}

@@ -103,40 +103,75 @@ int multi_lock(struct ctx *c, bool try)
 
 	if (r == EBUSY)
 		return -EAGAIN;
+	c->reach_fresh = false; /* reach() reads anew in each call */
 	return -r;
 }
 
 /*
- * Whether @h's CPU can be used now.  A hog that found its CPU gone is
- * not woken by multi-CPU calls (its work would only be refused): while a
- * CPU goes offline, waking it meant an extra real-time thread on a
- * surviving CPU for every call, which starved the kernel's own threads
- * there (docs/RELIABILITY.md).  The kernel left such a hog's affinity at
- * the cpuset's CPUs, and reports affinity within the active ones: when
- * @h->cpu shows in it again, the CPU is back and the hog re-pins itself
- * on its next work.
+ * Where a thread of ours may run now: the watcher's affinity, set anew to
+ * every possible CPU and read back, which the kernel bounds by the cpuset
+ * and the active CPUs.  A mask set once would not follow the machine (on
+ * 6.1 a thread made while a CPU was offline never gets that CPU back).
+ * Two system calls, at most once per multi-CPU call (c->reach_fresh, under
+ * multi_lock), and only where a hog is away or an explicit set left CPUs
+ * out.
  */
-bool hog_usable(struct hog *h, cpu_set_t *scratch, size_t size)
+const cpu_set_t *reach(struct ctx *c)
 {
-	if (!atomic_load_explicit(&h->away, memory_order_relaxed))
-		return true;
-	CPU_ZERO_S(size, scratch);
-	return sched_getaffinity(h->tid, size, scratch) == 0 &&
-	       CPU_ISSET_S(h->cpu, size, scratch);
+	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
+
+	if (c->reach_fresh)
+		return c->reach;
+	sched_setaffinity(c->watch_tid, sz, c->possible);
+	CPU_ZERO_S(sz, c->reach);
+	if (sched_getaffinity(c->watch_tid, sz, c->reach) < 0)
+		CPU_ZERO_S(sz, c->reach);
+	c->reach_fresh = true;
+	return c->reach;
+}
+
+/*
+ * Whether @h's CPU can be used now (under multi_lock).  A hog away from
+ * its CPU (offline, outside the cpuset, or never had) is not woken by
+ * multi-CPU calls until its CPU is back in reach(): its work would only
+ * be refused, and while a CPU goes offline, waking it meant an extra
+ * real-time thread on a surviving CPU for every call, which starved the
+ * kernel's own threads there.  Once back, the hog pins itself on its
+ * next work.
+ */
+bool hog_usable(struct ctx *c, struct hog *h)
+{
+	return !atomic_load_explicit(&h->away, memory_order_relaxed) ||
+	       CPU_ISSET_S(h->cpu, CPU_ALLOC_SIZE(c->nr_cpu_ids), reach(c));
+}
+
+/* Whether a thread of ours may run on a CPU that has no hog: only where
+ * an explicit set left CPUs out (c->partial).  Under multi_lock. */
+bool uncovered(struct ctx *c)
+{
+	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
+	unsigned int cpu;
+
+	if (!c->partial)
+		return false;
+	for (cpu = 0; cpu < c->nr_cpu_ids; cpu++)
+		if (CPU_ISSET_S(cpu, sz, reach(c)) && !c->by_cpu[cpu])
+			return true;
+	return false;
 }
 
 /* The hogs of @cpus whose CPUs are usable, in topology order (the wake
  * tree's), into c->msel. */
 unsigned int multi_select(struct ctx *c, size_t setsize, const cpu_set_t *cpus)
 {
-	size_t bits = setsize * 8, sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
+	size_t bits = setsize * 8;
 	unsigned int i, n = 0;
 
 	for (i = 0; i < c->nr_hogs; i++) {
 		struct hog *h = c->by_topo[i];
 
 		if (h->cpu < bits && CPU_ISSET_S(h->cpu, setsize, cpus) &&
-		    hog_usable(h, c->mscratch, sz)) {
+		    hog_usable(c, h)) {
 			c->mflags[n] = 0;
 			c->msel[n++] = h;
 		}
@@ -272,6 +307,8 @@ int multi_wait(struct ctx *c, uint64_t deadline,
 			s |= 1;
 		}
 		timed_out = futex_wait(&g->seq, s, deadline) == -ETIMEDOUT;
+		if (timed_out && !poll)
+			return pending(c) ? -ETIMEDOUT : 0;
 	}
 }
 
@@ -331,7 +368,9 @@ static int do_hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
 	n = multi_select(c, setsize, cpus);
 	if (ran) /* after the selection: @ran may be @cpus */
 		CPU_ZERO_S(setsize, ran);
-	gen = n ? multi_reserve(c, n, try ? 0 : NO_DEADLINE) : -ENOENT;
+	gen = !n		    ? -ENOENT
+	      : call_exclusive(c) ? -EPERM
+				  : multi_reserve(c, n, try ? 0 : NO_DEADLINE);
 	r = gen == -ETIMEDOUT ? -EAGAIN /* try: a slot held by a stop */
 	    : gen < 0	      ? (int)gen
 			      : 0;

@@ -184,6 +184,27 @@ bool pinned_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu)
 }
 
 /*
+ * Create a thread with @pa pinned to the CPU of @one; where that CPU
+ * cannot be had now (offline, outside the cpuset: EINVAL), on the CPUs
+ * of @wide instead, from where it pins itself once its CPU is back.
+ * Returns 0 (pinned), 1 (away) or a negative errno.
+ */
+int thread_start(pthread_t *t, pthread_attr_t *pa, size_t setsize,
+		 const cpu_set_t *one, const cpu_set_t *wide,
+		 void *(*fn)(void *), void *arg)
+{
+	int r;
+
+	pthread_attr_setaffinity_np(pa, setsize, one);
+	r = pthread_create(t, pa, fn, arg);
+	if (r != EINVAL)
+		return -r;
+	pthread_attr_setaffinity_np(pa, setsize, wide);
+	r = pthread_create(t, pa, fn, arg);
+	return r ? -r : 1;
+}
+
+/*
  * Pin the calling thread to @cpu.  The kernel moves the thread there
  * before sched_setaffinity() returns; it fails (EINVAL) when @cpu is
  * offline or outside the cpuset.

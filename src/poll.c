@@ -442,7 +442,6 @@ int poll_start(struct hog *h)
 	sigfillset(&all);
 	pthread_attr_init(&pa);
 	pthread_attr_setstacksize(&pa, PTHREAD_STACK_MIN + 16384);
-	pthread_attr_setaffinity_np(&pa, h->masksize, h->poll_mask);
 	pthread_attr_setsigmask_np(&pa, &all);
 	/* born SCHED_OTHER, not the creator's real time; it parks first and
 	 * turns SCHED_IDLE itself when it starts polling (resume()) */
@@ -450,9 +449,11 @@ int poll_start(struct hog *h)
 	pthread_attr_setschedpolicy(&pa, SCHED_OTHER);
 	pthread_attr_setschedparam(&pa, &sp);
 	atomic_store_explicit(&h->poll_left, false, memory_order_relaxed);
-	r = -pthread_create(&h->poller, &pa, poller_main, h);
+	/* away with its hog, where the CPU cannot be had now (away()) */
+	r = thread_start(&h->poller, &pa, h->masksize, h->poll_mask,
+			 h->ctx->possible, poller_main, h);
 	pthread_attr_destroy(&pa);
-	if (r) {
+	if (r < 0) {
 		CPU_FREE(h->poll_mask);
 		h->poll_mask = NULL;
 		return r;

@@ -80,14 +80,35 @@ static uint64_t seq_snap(struct ctx *c)
 	return (s + 3) & ~(uint64_t)1; /* idle: the next end; busy: the one after */
 }
 
+/*
+ * multi_wait()'s poll for a pass: it gives up, as a stop does, once no
+ * hog has answered for stop_timeout_ns (a CPU held by someone else),
+ * not while many answer slowly (an overcommitted VM).
+ */
+static int sync_poll(struct ctx *c, bool timed_out, uint64_t *deadline)
+{
+	uint32_t left = (uint32_t)atomic_load_explicit(&c->group.word,
+						       memory_order_relaxed);
+
+	if (left != c->sync_left) {
+		c->sync_left = left;
+		*deadline = deadline_in(c->stop_timeout_ns);
+		return 0;
+	}
+	return timed_out ? -ETIMEDOUT : 0;
+}
+
 /* One pass: every hogged CPU but ours through the scheduler, or its
- * poller's acknowledgement.  Under multi_lock. */
-static void sync_pass(struct ctx *c)
+ * poller's acknowledgement.  Under multi_lock.  Returns 0, or -ETIMEDOUT
+ * where a CPU did not pass within the stop's timeout. */
+static int sync_pass(struct ctx *c)
 {
 	uint64_t seq = atomic_load_explicit(&c->sync_seq, memory_order_relaxed);
+	uint64_t deadline = deadline_in(c->stop_timeout_ns);
 	unsigned int i, n = 0;
+	bool away = false;
 	int64_t gen;
-	int me;
+	int me, r = 0;
 
 	/* seq_cst read-modify-write, a full barrier on every target (and
 	 * GCC's TSan refuses fences): the pass's start before its hogs
@@ -99,26 +120,43 @@ static void sync_pass(struct ctx *c)
 	 * orders us.
 	 */
 	me = sched_getcpu();
-	for (i = 0; i < c->nr_hogs; i++) /* the wake tree's order */
-		if ((int)c->by_topo[i]->cpu != me) {
-			c->mflags[n] = 0;
-			c->msel[n++] = c->by_topo[i];
+	for (i = 0; i < c->nr_hogs; i++) { /* the wake tree's order */
+		struct hog *h = c->by_topo[i];
+
+		if ((int)h->cpu == me)
+			continue;
+		/* a hog whose CPU cannot be had is not woken (nothing()
+		 * would run elsewhere): the kernel does the barrier for
+		 * such a CPU, left or leaving the cpuset */
+		if (!hog_usable(c, h)) {
+			away = true;
+			continue;
 		}
+		c->mflags[n] = 0;
+		c->msel[n++] = h;
+	}
 	n = poll_sync(c, n); /* poll mode: running pollers answer */
-	gen = n ? multi_reserve(c, n, NO_DEADLINE) : -1;
+	gen = n ? multi_reserve(c, n, deadline) : -1;
+	if (gen == -ETIMEDOUT)
+		r = -ETIMEDOUT;
 	if (gen >= 0) {
 		/* internal: a hog off its CPU runs it too (see nothing()) */
 		atomic_store_explicit(&c->sync_away, false,
 				      memory_order_relaxed);
 		multi_push(c, n, (uint32_t)gen, nothing, &c->sync_away,
 			   W_F_INTERNAL);
-		multi_wait(c, NO_DEADLINE, NULL);
-		if (atomic_load_explicit(&c->sync_away, memory_order_relaxed))
-			full_barrier();
+		c->sync_left = n;
+		r = multi_wait(c, deadline, sync_poll);
+		away |= atomic_load_explicit(&c->sync_away,
+					     memory_order_relaxed);
 	}
+	if (away && !r)
+		full_barrier();
+	c->sync_failed = r < 0;
 	/* release: the pass's acknowledgements (multi_wait()'s acquire)
 	 * before its end, for the callers it served */
 	atomic_store_explicit(&c->sync_seq, seq + 2, memory_order_release);
+	return r;
 }
 
 int hog_synchronize(void)
@@ -132,18 +170,21 @@ int hog_synchronize(void)
 	c = call_enter(&r);
 	if (!c)
 		return r;
+	r = 0;
 	/* our accesses before the call, before the snapshot's load */
 	atomic_thread_fence(memory_order_seq_cst);
 	want = seq_snap(c);
 	multi_lock(c, false);
 	/* acquire: pairs with sync_pass()'s release of the pass's end */
-	if (atomic_load_explicit(&c->sync_seq, memory_order_acquire) < want)
-		sync_pass(c);
+	/* a pass that timed out served nobody: make one of our own */
+	if (atomic_load_explicit(&c->sync_seq, memory_order_acquire) < want ||
+	    c->sync_failed)
+		r = sync_pass(c);
 	/* acquire side of the barrier: pairs with each hog's release */
 	atomic_thread_fence(memory_order_seq_cst);
 	multi_unlock(c);
 	call_leave();
-	return 0;
+	return r;
 }
 
 /* The CPU @tid last ran on (field 39 of /proc/self/task/TID/stat). */

@@ -48,9 +48,10 @@ int hog_one_cpu(unsigned int cpu, cpuhog_fn_t fn, void *arg)
 	if (!c)
 		return err;
 	h = hog_of(c, cpu);
-	if (!h) {
+	err = !h ? -ENOENT : call_exclusive(c);
+	if (err) {
 		call_leave();
-		return -ENOENT;
+		return err;
 	}
 	atomic_init(&w.state, W_QUEUED);
 	queue_work(h, &w);
@@ -79,7 +80,8 @@ bool hog_one_cpu_nowait(unsigned int cpu, cpuhog_fn_t fn, void *arg,
 	h = hog_of(c, cpu);
 	/* acquire: a previous run's hog is done with the buffer.  The CAS
 	 * also settles two callers racing for one buffer. */
-	if (!h || !atomic_compare_exchange_strong_explicit(
+	if (!h || call_exclusive(c) ||
+	    !atomic_compare_exchange_strong_explicit(
 			  &w->state, &s, W_QUEUED, memory_order_acquire,
 			  memory_order_relaxed)) {
 		ctx_put();
@@ -127,7 +129,10 @@ int hog_work_wait(struct cpuhog_work *work_buf)
 	s = atomic_load_explicit(&w->state, memory_order_acquire);
 	if ((s & W_STATE) != W_QUEUED && (s & W_STATE) != W_DONE)
 		return -EINVAL;
-	if (cpuhog_self)
+	/* from hog context, or from a handler whose thread is inside a
+	 * call: perhaps the very hog_one_cpu_nowait() that marked this
+	 * buffer queued and has not pushed it yet */
+	if (cpuhog_self || in_call || ctx_held)
 		return -EDEADLK;
 	if (forked_away(w, s))
 		return -ENOENT;

@@ -419,9 +419,11 @@ static int stop_once(struct ctx *c, unsigned int n, bool fn_one,
 
 /*
  * The hogs of a try, into msel, in topology order (the wake tree's):
- * every usable one, fn on those of @cpus (NULL: any one); or, @two,
- * those of @cpu1 (fn) and @cpu2.  0: a CPU that must take part (or a CPU
- * of @cpus) has no hog or is not usable now, or @cpus is empty.
+ * every usable one (where an explicit set left CPUs out, only within
+ * where our threads may go: reach(), which tells of a CPU gone before
+ * its hog can), fn on those of @cpus (NULL: any one); or, @two, those of
+ * @cpu1 (fn) and @cpu2.  0: a CPU that must take part (or a CPU of
+ * @cpus) has no hog or is not usable now, or @cpus is empty.
  */
 static unsigned int pick(struct ctx *c, size_t setsize, const cpu_set_t *cpus,
 			 bool two, unsigned int cpu1, unsigned int cpu2)
@@ -436,7 +438,8 @@ static unsigned int pick(struct ctx *c, size_t setsize, const cpu_set_t *cpus,
 					  CPU_ISSET_S(h->cpu, setsize, cpus);
 		bool f = two ? h->cpu == cpu1 : need;
 
-		if ((two && !need) || !hog_usable(h, c->mscratch, sz)) {
+		if ((two && !need) || !hog_usable(c, h) ||
+		    (!two && c->partial && !CPU_ISSET_S(h->cpu, sz, reach(c)))) {
 			if (need)
 				return 0;
 			continue;
@@ -458,6 +461,7 @@ int cpuhog_i_stop_outcome(cpuhog_fn_t fn, void *data, size_t setsize,
 			  const cpu_set_t *cpus, bool two, unsigned int cpu1,
 			  unsigned int cpu2, struct stop_outcome *o)
 {
+	unsigned int n;
 	struct ctx *c;
 	int r = 0;
 
@@ -468,24 +472,31 @@ int cpuhog_i_stop_outcome(cpuhog_fn_t fn, void *data, size_t setsize,
 		return o->ret = -EDEADLK;
 	if (!(c = call_enter(&r)))
 		return o->ret = r;
-	if (!c->rt_ok && !(c->flags & CPUHOG_F_WEAK_STOP)) {
-		call_leave();
-		return o->ret = -EPERM;
-	}
 	multi_lock(c, false);
-	r = stop_lock(c->stop_timeout_ns, &o->lock_waited);
-	o->serialized = r == 0;
-	if (o->lock_waited)
-		COUNT_UP(&c->stop_lock_waits);
-	if (r < 0) {
-		o->ended = STOP_LOCKED_OUT;
-		COUNT_UP(&c->stop_timeouts);
+	/* the CPUs, then the promise (a thread of ours on a CPU that has
+	 * no hog: stop_machine() cannot hold it), then the lock, whose
+	 * wait has a bound of its own */
+	n = pick(c, setsize, cpus, two, cpu1, cpu2);
+	r = !n				     ? -ENOENT
+	    : !two && uncovered(c) && !(c->flags & CPUHOG_F_WEAK) ? -EPERM
+								   : call_exclusive(c);
+	if (r == 0) {
+		r = stop_lock(c->stop_timeout_ns, &o->lock_waited);
+		o->serialized = r == 0;
+		if (o->lock_waited)
+			COUNT_UP(&c->stop_lock_waits);
+		if (r < 0) {
+			o->ended = STOP_LOCKED_OUT;
+			COUNT_UP(&c->stop_timeouts);
+		}
 	}
 	c->stop->fn = fn;
 	c->stop->data = data;
 	for (r = r < 0 ? r : -EAGAIN; r == -EAGAIN && o->tries < STOP_TRIES;) {
-		unsigned int n = pick(c, setsize, cpus, two, cpu1, cpu2);
-
+		if (o->tries) { /* the set changed: read where we may go anew */
+			c->reach_fresh = false;
+			n = pick(c, setsize, cpus, two, cpu1, cpu2);
+		}
 		r = n ? stop_once(c, n, !cpus && !two, o) : -ENOENT;
 	}
 	if (o->serialized)

@@ -19,6 +19,12 @@ assert row, "no row for 4 concurrent hog_synchronize callers"
 if "median_ns" in row[0]:
     # every pass is begun by a call, and one may serve several
     assert 0 < crowd["passes"] <= crowd["calls"], crowd
+# what a stop costs another process: a row, and its target in time
+cost = [o for o in ops if o["name"] == "stop of 20 us fn: other process loses"]
+assert cost and ("median_ns" in cost[0] or cost[0].get("skipped")), cost
+t = [t for t in d["targets"] if t["target"].startswith("stop of a 20 us fn")]
+assert t and t[0]["limit_ns"] == 40000, t
+assert ("median_ns" in cost[0]) == (t[0]["met"] is not None), (cost, t)
 print("bench smoke: %d operations, %d measured" % (len(ops), sum("median_ns" in o for o in ops)))
 '
 fi

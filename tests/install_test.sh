@@ -5,7 +5,8 @@
 # pkg-config and with CMake, shared and static, with <stdio.h> included
 # before <cpuhog.h>, in C and C++; a static one may define its own
 # now_ns(); the .pc file is right for a multiarch libdir; `make
-# uninstall` leaves nothing behind.
+# uninstall` leaves nothing behind; README's first.c builds with
+# README's own commands, without a warning, and runs.
 # usage: install_test.sh BUILD_DIR SOURCE_DIR
 set -eu
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
@@ -27,7 +28,10 @@ unset LD_LIBRARY_PATH
 p=$tmp/prefix
 libdir=$(sed -n 's/^CMAKE_INSTALL_LIBDIR:[A-Z]*=//p' "$build/CMakeCache.txt")
 [ -n "$libdir" ] || libdir=lib
-cmake --install "$build" --prefix "$p" >/dev/null
+cmake --install "$build" --prefix "$p" >"$tmp/install.out"
+# outside ld.so's folders the install names the run path a program needs
+grep -q -- "-Wl,-rpath,$p/$libdir" "$tmp/install.out" ||
+	fail "the install says nothing of the run path: $(tail -3 "$tmp/install.out")"
 for f in include/cpuhog.h "$libdir/libcpuhog.so" "$libdir/libcpuhog.a" \
 	"$libdir/pkgconfig/cpuhog.pc" "$libdir/cmake/cpuhog/cpuhogConfig.cmake" \
 	bin/cpuhog share/man/man1/cpuhog.1 share/man/man3/stop_machine.3; do
@@ -128,9 +132,42 @@ cmake --build "$tmp/cm/build" >/dev/null 2>"$tmp/cm.err" || fail "CMake build: $
 "$tmp/cm/build/each_shared" >/dev/null || fail "CMake, shared"
 "$tmp/cm/build/each_static" >/dev/null || fail "CMake, static"
 
+# README's first program, built with README's own commands against the
+# prefix (-Werror added), and with CMake: no warning, and it runs.
+sed -n '/^A first program/,/^```$/p' "$src/README.md" | sed '1,/^```c$/d;$d' >"$tmp/first.c"
+grep -q "stop_machine(bump_all" "$tmp/first.c" || fail "README: no first.c found"
+sed -n '/^Build it against the prefix/,/^```$/p' "$src/README.md" |
+	sed -n '/^```sh$/,/^```$/p' | sed '1d;$d;/^\.\/first/d' |
+	sed "s|/opt/cpuhog|$p|g; s|^cc |cc -Werror |" >"$tmp/first.sh"
+grep -q "^cc -Werror" "$tmp/first.sh" || fail "README: no build command for first.c"
+(cd "$tmp" && sh ./first.sh) >"$tmp/first.err" 2>&1 ||
+	fail "README's first.c does not build as written: $(cat "$tmp/first.err")"
+[ -s "$tmp/first.err" ] && fail "README's first.c builds with output: $(cat "$tmp/first.err")"
+"$tmp/first" >"$tmp/first.out" 2>&1 || fail "README's first: $(cat "$tmp/first.out")"
+if grep -q "SCHED_FIFO" "$tmp/info.out"; then want_stop=0; else want_stop=-1; fi
+grep -q "^stop_machine: $want_stop\$" "$tmp/first.out" ||
+	fail "README's first printed: $(cat "$tmp/first.out") (want stop_machine: $want_stop)"
+mkdir "$tmp/cmf"
+cp "$tmp/first.c" "$tmp/cmf/"
+cat >"$tmp/cmf/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.20)
+project(first C)
+find_package(cpuhog REQUIRED)
+add_executable(first first.c)
+target_compile_options(first PRIVATE -Wall -Wextra -Werror)
+target_link_libraries(first PRIVATE cpuhog::cpuhog)
+CM
+cmake -S "$tmp/cmf" -B "$tmp/cmf/build" -DCMAKE_PREFIX_PATH="$p" >/dev/null
+cmake --build "$tmp/cmf/build" >"$tmp/cmf.out" 2>&1 || fail "CMake, README's first.c: $(cat "$tmp/cmf.out")"
+grep -qi "warning" "$tmp/cmf.out" && fail "CMake, README's first.c warns: $(cat "$tmp/cmf.out")"
+"$tmp/cmf/build/first" | grep -q "^stop_machine: $want_stop\$" || fail "CMake, README's first"
+
 if command -v man >/dev/null; then
-	MANPATH="$p/share/man" man 3 hog_one_cpu 2>/dev/null | grep -q "hog_one_cpu" ||
+	# as README says: MANPATH with a trailing colon, man 3 cpuhog
+	MANPATH="$p/share/man:" man 3 hog_one_cpu 2>/dev/null | grep -q "hog_one_cpu" ||
 		fail "man 3 hog_one_cpu does not find the page"
+	MANPATH="$p/share/man:" man 3 cpuhog 2>/dev/null | grep -q "^CPUHOG(3)" ||
+		fail "man 3 cpuhog does not open cpuhog(3)"
 fi
 
 # A multiarch libdir, as PREFIX=/usr gives on Debian: the .pc file finds

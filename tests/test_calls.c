@@ -784,6 +784,110 @@ static void calls_from_signal_handler(void **state)
 	alarm(0);
 }
 
+/*
+ * A storm of signals at a thread inside the library's short calls, whose
+ * handler calls in again: cpuhog_shutdown() must return at once where it
+ * interrupted a call that holds the context (cpuhog_get_info() and the
+ * like, hog_one_cpu_nowait()), and hog_work_wait() must not wait for a
+ * work that its own thread was half-way through queueing.  Both hung.
+ */
+static _Atomic int storm_stop;
+static pid_t storm_tid;
+
+static void *storm_main(void *arg)
+{
+	sigset_t usr1;
+
+	(void)arg;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &usr1, NULL); /* only the target gets it */
+	while (!atomic_load(&storm_stop)) {
+		syscall(SYS_tgkill, getpid(), storm_tid, SIGUSR1);
+		usleep(20);
+	}
+	return NULL;
+}
+
+static void signal_storm(void (*handler)(int), void (*loop)(void))
+{
+	struct sigaction sa = { .sa_handler = handler };
+	pthread_t t;
+
+	alarm(20); /* the handler's call hung for ever */
+	storm_tid = (pid_t)syscall(SYS_gettid);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	atomic_store(&storm_stop, 0);
+	assert_int_equal(pthread_create(&t, NULL, storm_main, NULL), 0);
+	loop();
+	atomic_store(&storm_stop, 1);
+	pthread_join(t, NULL);
+	signal(SIGUSR1, SIG_DFL);
+	alarm(0);
+}
+
+static void shutdown_in_handler(int sig)
+{
+	(void)sig;
+	cpuhog_shutdown();
+}
+
+static void short_calls(void)
+{
+	struct cpuhog_work w = CPUHOG_WORK_INIT;
+	struct cpuhog_info in;
+	cpu_set_t set;
+	uint64_t end = t_now() + 1000 * MS;
+
+	while (t_now() < end) {
+		cpuhog_get_info(&in);
+		cpuhog_get_cpus(sizeof(set), &set);
+		cpuhog_get_polling(sizeof(set), &set);
+		if (hog_one_cpu_nowait(0, h_count, NULL, &w))
+			hog_work_wait(&w);
+	}
+}
+
+static void shutdown_from_handler_returns(void **state)
+{
+	(void)state;
+	/* a signal that lands between two calls shuts down for real, from
+	 * the handler: TSan reports its free() as signal-unsafe, as it is */
+	if (T_TSAN)
+		t_skip("TSan: the storm's real shutdowns free memory in a "
+		       "handler");
+	signal_storm(shutdown_in_handler, short_calls);
+	cpuhog_shutdown();
+}
+
+static struct cpuhog_work storm_work = CPUHOG_WORK_INIT;
+
+static void wait_in_handler(int sig)
+{
+	int r = hog_work_wait(&storm_work);
+
+	(void)sig;
+	if (r != 0 && r != -EDEADLK && r != -EINVAL)
+		abort();
+}
+
+static void nowait_calls(void)
+{
+	uint64_t end = t_now() + 1000 * MS;
+	unsigned int cpu = t_nth_cpu(1);
+
+	while (t_now() < end)
+		if (hog_one_cpu_nowait(cpu, h_count, NULL, &storm_work))
+			assert_int_equal(hog_work_wait(&storm_work), 0);
+}
+
+static void work_wait_from_handler_returns(void **state)
+{
+	(void)state;
+	signal_storm(wait_in_handler, nowait_calls);
+}
+
 T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(one_cpu_runs_there),
 	cmocka_unit_test(one_cpu_errors),
@@ -803,4 +907,6 @@ T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(try_cpus_busy),
 	cmocka_unit_test(hogs_block_signals),
 	cmocka_unit_test(calls_from_signal_handler),
+	cmocka_unit_test(shutdown_from_handler_returns),
+	cmocka_unit_test(work_wait_from_handler_returns),
 }))

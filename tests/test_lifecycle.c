@@ -83,11 +83,11 @@ static void attr_cpus(void **state)
 	assert_int_equal(hog_one_cpu(cpu, where, NULL), (int)cpu);
 	assert_int_equal(hog_one_cpu(other, where, NULL), -ENOENT);
 	cpuhog_shutdown();
-	/* a set whose CPUs cannot be hogged at all */
+	/* a set whose CPU cannot exist here */
 	CPU_ZERO(&one);
 	CPU_SET(CPU_SETSIZE - 1, &one);
 	a.cpus = &one;
-	assert_int_equal(cpuhog_init(&a), -ENOENT);
+	assert_int_equal(cpuhog_init(&a), -EINVAL);
 }
 
 /* The defaults: every CPU of our affinity, and the set in any size. */
@@ -297,9 +297,10 @@ static void fork_child_inherits_attr(void **state)
 	cpuhog_shutdown();
 }
 
-/* Without RT privilege (run under setpriv/prlimit by CTest): calls work
- * and the policy obtained is reported honestly. */
-static void nort_calls_work(void **state)
+/* Without RT privilege (run under setpriv/prlimit by CTest): the policy
+ * obtained is reported honestly, the calls whose promise is exclusion
+ * refuse, and the barrier works. */
+static void nort_calls_refuse(void **state)
 {
 	struct sched_param sp = { .sched_priority = 1 };
 	struct cpuhog_info in;
@@ -312,26 +313,39 @@ static void nort_calls_work(void **state)
 	assert_int_equal(cpuhog_get_info(&in), 0);
 	assert_int_equal(in.policy, SCHED_OTHER);
 	assert_int_equal(in.rt_errno, EPERM);
+	/* exclusion cannot hold: refused, unless weak mode */
+	assert_int_equal(hog_one_cpu(t_nth_cpu(1), where, NULL), -EPERM);
+	t_hog_cpus(&set);
+	assert_int_equal(hog_cpus(sizeof(set), &set, where, NULL), -EPERM);
+	assert_int_equal(stop_machine(where, NULL, 0, NULL), -EPERM);
+	assert_int_equal(hog_synchronize(), 0);
+}
+
+/* Weak mode, by flag or by the environment: every call runs. */
+static void weak_calls_work(void)
+{
+	cpu_set_t set;
+
+	assert_false(t_can_rt());
 	assert_int_equal(hog_one_cpu(t_nth_cpu(1), where, NULL),
 			 (int)t_nth_cpu(1));
 	t_hog_cpus(&set);
-	assert_int_equal(hog_cpus(sizeof(set), &set, where, NULL) >= 0, 1);
-	assert_int_equal(hog_synchronize(), 0);
-	/* the stop's guarantee cannot hold: refused, unless weak mode */
-	assert_int_equal(stop_machine(where, NULL, 0, NULL), -EPERM);
+	assert_true(hog_cpus(sizeof(set), &set, where, NULL) >= 0);
+	assert_true(stop_machine(where, NULL, 0, NULL) >= 0);
+	cpuhog_shutdown();
 }
 
-static void nort_weak_stop(void **state)
+static void nort_weak_calls_work(void **state)
 {
 	struct cpuhog_attr a;
 
 	(void)state;
 	cpuhog_attr_init(&a);
-	a.flags = CPUHOG_F_WEAK_STOP;
+	a.flags = CPUHOG_F_WEAK;
 	assert_int_equal(cpuhog_init(&a), 0);
-	assert_false(t_can_rt());
-	assert_true(stop_machine(where, NULL, 0, NULL) >= 0);
-	cpuhog_shutdown();
+	weak_calls_work();
+	setenv("CPUHOG_WEAK", "1", 1);
+	weak_calls_work();
 }
 
 T_MAIN(((const struct CMUnitTest[]){
@@ -345,6 +359,6 @@ T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(fork_child_usable),
 	cmocka_unit_test(fork_child_inherits_attr),
 	/* run by CTest without RT privilege: see tests/CMakeLists.txt */
-	cmocka_unit_test(nort_calls_work),
-	cmocka_unit_test(nort_weak_stop),
+	cmocka_unit_test(nort_calls_refuse),
+	cmocka_unit_test(nort_weak_calls_work),
 }))

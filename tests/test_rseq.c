@@ -133,6 +133,13 @@ static long push_and_drain(unsigned int cpu, bool rseq, unsigned int ms,
 	return labs(d.n - n) + (d.sum != sum);
 }
 
+static void need_rseq(void)
+{
+	if (!percpu_supported())
+		t_skip(t_qemu_user() ? "qemu-user does not implement rseq"
+				     : percpu_unsupported());
+}
+
 static unsigned int other_cpu(void)
 {
 	unsigned int mine = t_nth_cpu(0), cpu = t_nth_cpu(1);
@@ -149,16 +156,71 @@ static void fence_drains_exactly_once(void **state)
 	unsigned int cpu;
 
 	(void)state;
-	if (!percpu_supported())
-		t_skip(t_qemu_user() ? "qemu-user does not implement rseq"
-				     : "needs x86-64 and glibc's rseq "
-				       "registration (glibc.pthread.rseq=1)");
+	need_rseq();
 	cpu = other_cpu();
 	assert_int_equal(
 		push_and_drain(cpu, true, 300 * t_slow(), &aborts, &drains), 0);
 	if (aborts == 0)
 		t_skip("no drain preempted a push mid-section: the fence was "
 		       "not exercised (the count above was still exact)");
+}
+
+/*
+ * Pushers moved between two CPUs while they push, both CPUs drained: a
+ * push whose thread moved inside its section, or (aarch64) after it read
+ * its CPU and before the section, restarts instead of landing on the CPU
+ * it left, where that CPU's pushers and drains would cut it.
+ */
+static void moved_pushes_restart(void **state)
+{
+	unsigned int cpu[2];
+	struct pusher p[PUSHERS];
+	struct drained d[2];
+	long n = 0, sum = 0, aborts = 0, moves;
+	uint64_t end;
+
+	(void)state;
+	need_rseq();
+	cpu[0] = t_nth_cpu(0);
+	cpu[1] = t_nth_cpu(1);
+	if (cpu[0] == cpu[1])
+		t_skip("needs a second CPU to move the pushers to");
+	memset(slots, 0, sizeof(slots));
+	atomic_store(&stop_pushing, 0);
+	for (int i = 0; i < PUSHERS; i++) {
+		p[i] = (struct pusher){.cpu = cpu[i % 2], .rseq = true,
+				       .id = i + 1};
+		assert_int_equal(pthread_create(&p[i].t, NULL, pusher, &p[i]),
+				 0);
+	}
+	for (int j = 0; j < 2; j++)
+		d[j] = (struct drained){cpu[j], 0, 0};
+	end = t_now() + 300 * t_slow() * MS;
+	for (moves = 0; t_now() < end; moves++) {
+		for (int i = 0; i < PUSHERS; i++) {
+			cpu_set_t one;
+
+			CPU_ZERO(&one);
+			CPU_SET(cpu[(moves + i) % 2], &one);
+			pthread_setaffinity_np(p[i].t, sizeof(one), &one);
+		}
+		for (int j = 0; j < 2; j++)
+			assert_int_equal(hog_one_cpu(cpu[j], drain, &d[j]), 0);
+	}
+	atomic_store(&stop_pushing, 1);
+	for (int i = 0; i < PUSHERS; i++) {
+		assert_int_equal(pthread_join(p[i].t, NULL), 0);
+		n += p[i].n - p[i].overflow_n;
+		sum += p[i].sum - p[i].overflow_sum;
+		aborts += p[i].aborts;
+	}
+	for (int j = 0; j < 2; j++) /* the rest */
+		assert_int_equal(hog_one_cpu(cpu[j], drain, &d[j]), 0);
+	print_message("moved: %ld items pushed to CPUs %u and %u, %ld "
+		      "drained, %ld moves; %ld sections restarted\n",
+		      n, cpu[0], cpu[1], d[0].n + d[1].n, moves, aborts);
+	assert_int_equal(d[0].n + d[1].n, n);
+	assert_int_equal(d[0].sum + d[1].sum, sum);
 }
 
 static void without_rseq_a_drain_cuts_pushes(void **state)
@@ -182,5 +244,6 @@ static void without_rseq_a_drain_cuts_pushes(void **state)
 
 T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(fence_drains_exactly_once),
+	cmocka_unit_test(moved_pushes_restart),
 	cmocka_unit_test(without_rseq_a_drain_cuts_pushes),
 }))

@@ -18,6 +18,18 @@ expect() {
 	echo "$out" | grep -q -- "$pat" || { bad "cpuhog $*: no '$pat' in: $out"; return; }
 	ok
 }
+# refused CMD 'ARGS' (as typed, quotes and all): bad input, so status 2, a
+# one-line error, and nothing stalled or measured
+refused() {
+	out=$(eval "$B $1 $2" 2>&1)
+	rc=$?
+	lines=$(echo "$out" | wc -l)
+	if [ "$rc" != 2 ] || [ "$lines" != 1 ] || echo "$out" | grep -q "^stall \|max gap"; then
+		bad "$1 $2: exit $rc, $lines lines: $out"
+	else
+		ok
+	fi
+}
 
 expect 0 "^cpuhog [0-9]" --version
 expect 0 "commands:" --help
@@ -56,15 +68,7 @@ for args in "--cpus 99999 --for 5ms" "--cpus 3-1 --for 5ms" \
 	"--cpus 0 --for 5ms --count 0" "--cpus 0 --for 50ms --every 10ms" \
 	"--cpus all --for 20ms --count 4" "--cpus 0 --for 500ms --count 100" \
 	"--cpus 0 --for 20ms --every 30ms --count 3" "-c 0-1:0 -D 5ms"; do
-	# shellcheck disable=SC2086
-	out=$("$B" stall $args 2>&1)
-	rc=$?
-	lines=$(echo "$out" | wc -l)
-	if [ "$rc" != 2 ] || [ "$lines" != 1 ] || echo "$out" | grep -q "^stall "; then
-		bad "stall $args: exit $rc, $lines lines: $out"
-	else
-		ok
-	fi
+	refused stall "$args"
 done
 
 # the safety rule names what it refuses; what it allows still runs
@@ -117,10 +121,16 @@ rm -f /tmp/cpuhog-stall.$$
 expect 0 "max gap" noise --cpus 0 --duration 200ms --rest 20ms
 expect 0 '"max_gap_ns"' noise --cpus all --duration 60ms --json --threshold 2us
 expect 2 "needs --cpus" noise --duration 1s
-# durations as rt-tests take them: a bare number is seconds; m and h
+# one duration syntax for every option of every subcommand: a number and
+# a unit (ns, us, ms, s, m, h); a bare number is refused, not guessed
 # (the figure may pass the duration by the run's last gap: 0.084 s of 80 ms
 # in an 8-vCPU guest, where a gap can last milliseconds)
-expect 0 "measured 0\.05[0-9] s of " noise --cpus 0 --duration 0.05
+expect 0 "measured 0\.05[0-9] s of " noise --cpus 0 --duration 0.05s
+expect 2 "needs a unit: ns, us, ms, s, m or h" noise --cpus 0 --duration 0.05
+expect 2 "needs --duration D (-D), above 0" noise --cpus 0 --duration 0
+expect 2 "period above 0" stall -c 0 -D 1ms -i 0
+expect 2 "needs a unit" noise -c 0 -D 1s -T 5
+expect 2 "needs a unit" noise -c 0 -D 1s --rest 20
 # continuous by default: the whole run measured, in one hog call; --rest
 # measures in 100 ms slices with rests (not measured) between them
 expect 0 "measured 0\.0[89][0-9] s of " noise -c 0 -D 80ms
@@ -129,7 +139,9 @@ expect 0 '"rest_ns": 0,' noise -c 0 -D 20ms -j
 expect 0 "in 100 ms slices;" noise -c 0 -D 150ms --rest 30ms
 expect 0 '"rest_ns": 30000000,' noise -c 0 -D 150ms --rest 30ms -j
 expect 2 "bad duration" noise -c 0 -D 20ms --rest 3parsecs
-expect 2 "needs a unit" stall -c 0 -D 1 # a stall's length stays strict
+expect 2 "needs a unit" stall -c 0 -D 1
+expect 2 "needs a unit" stall -c 0 -D 1ms -i 1
+expect 2 "over 500 ms" stall -c 0 -D 1m
 expect 2 "unknown unit 'x' (ns, us, ms, s, m, h)" noise -c 0 -D 1x
 # Ctrl-C (or a service manager's SIGTERM) ends a run with its summary:
 # a continuous run (INT) and one in slices with rests (TERM).  The signal
@@ -155,6 +167,26 @@ for sig in INT TERM; do
 	rm -f /tmp/cpuhog-noise-$$
 done
 expect 2 "bad duration" noise --cpus 0 --duration 3parsecs
+# --priority: the hogs at SCHED_FIFO N, as oslat -f N and rtla -P f:N;
+# 0 or other: the tool's own pinned threads at SCHED_OTHER
+expect 0 "hogs at SCHED_FIFO 50" noise -c 1 -D 20ms --priority 50
+expect 0 '"policy": "SCHED_FIFO 7"' noise -c 1 -D 20ms -P 7 -j
+expect 0 "in a pinned thread at SCHED_OTHER nice" noise -c 1 -D 20ms -P other
+expect 0 '"policy": "SCHED_OTHER nice' noise -c 0 -D 20ms -P 0 -j
+expect 0 "measured 0\.0[45][0-9] s of " noise -c 0 -D 40ms -P other
+expect 0 "in 100 ms slices" noise -c 0 -D 150ms --rest 20ms -P other
+# --force: every CPU at a real-time priority, continuously over 500 ms or
+# with rests shorter than the slices, is refused (stall's rules); at
+# SCHED_OTHER it holds nothing and needs none
+expect 2 "add --force" noise -c all -D 1h
+expect 2 "add --force" noise -c all -D 1s --rest 20ms
+expect 0 "in 100 ms slices" noise -c all -D 150ms --rest 20ms --force
+expect 0 "max gap" noise -c all -D 600ms -P other
+for args in "-c 0 -D 10ms -P 100" "-c 0 -D 10ms -P -1" "-c 0 -D 10ms -P x" \
+	"-c 0 -D 10ms --priority ''" "-c all -D 1h" "-c all -D 2s --rest 50ms" \
+	"-c 0 -D 5"; do
+	refused noise "$args"
+done
 expect 2 "has no hog" noise --cpus 4000 --duration 10ms
 # past the last CPU id: the CPUs there are, not the set's rounded size
 expect 2 "CPU 99 has no hog; allowed: " stall -c 99 -D 1ms

@@ -7,6 +7,22 @@
 #include <string.h>
 #include <time.h>
 
+int tool_start(struct cpuhog_attr *a)
+{
+	static cpu_set_t mine; /* the main thread's, before any pinning */
+	struct cpuhog_attr def;
+
+	if (!a) {
+		cpuhog_attr_init(&def);
+		a = &def;
+	}
+	if (sched_getaffinity(0, sizeof(mine), &mine) == 0) {
+		a->cpus = &mine;
+		a->cpus_setsize = sizeof(mine);
+	}
+	return cpuhog_init(a);
+}
+
 int tool_cpus(const char *cmd, const char *list, struct tool_set *out,
 	      int *all)
 {
@@ -60,10 +76,8 @@ int tool_duration(const char *cmd, const char *opt, const char *s,
 		  uint64_t *ns)
 {
 	char err[256];
-	bool run = !strcmp(opt, "--duration"); /* a bare number: seconds */
 
-	if ((run ? parse_run_duration(s, ns, err, sizeof(err))
-		 : parse_duration(s, ns, err, sizeof(err))) < 0) {
+	if (parse_duration(s, ns, err, sizeof(err)) < 0) {
 		fprintf(stderr, "cpuhog %s: %s: %s\n", cmd, opt, err);
 		return -1;
 	}

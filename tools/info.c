@@ -119,8 +119,9 @@ static void print_text(const struct facts *f)
 	printf("stop_machine:    %s\n",
 	       f->in.policy == SCHED_FIFO || f->in.policy == SCHED_RR
 		       ? "available"
-		       : "refused (-EPERM) without real time; "
-			 "CPUHOG_F_WEAK_STOP allows it");
+		       : "refused (-EPERM) without real time, as are "
+			 "the other calls whose promise is exclusion; "
+			 "CPUHOG_F_WEAK (CPUHOG_WEAK=1) allows them");
 	printf("RT throttling:   %s us of every %s us\n", f->rt_runtime,
 	       f->rt_period);
 	printf("isolated CPUs:   %s\n", f->isolated);
@@ -223,7 +224,9 @@ int cmd_info(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	memset(&f, 0, sizeof(f));
-	r = cpuhog_get_info(&f.in);
+	r = tool_start(NULL);
+	if (r == 0)
+		r = cpuhog_get_info(&f.in);
 	if (r < 0) {
 		fprintf(stderr, "cpuhog info: cannot start the hogs: %s\n",
 			strerror(-r));

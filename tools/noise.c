@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cpuhog noise --cpus LIST --duration D [--threshold T] [--json]
+ *              [--rest R] [--priority N] [--force]
  *              [--samples FILE] [--trace-above T]
  *
  * Operating-system noise, measured from inside a hog: on each CPU a hog
@@ -23,6 +24,14 @@
  * a histogram of 16 steps per power of two: a percentile is the upper
  * edge of its step, within 6.25%), and the sources the kernel counted on
  * the CPU meanwhile (noise_src.c) with the hog's involuntary switches.
+ *
+ * --priority N measures at SCHED_FIFO N (the hogs' priority) to compare
+ * with oslat -f N or rtla -P f:N; --priority other at SCHED_OTHER, in
+ * pinned threads of the tool's own, since the library's hogs are real
+ * time wherever the process may be.  A continuous run on every hogged
+ * CPU at a real-time priority leaves nothing else of the machine running:
+ * over 500 ms (stall's limit), or with rests shorter than the 100 ms
+ * slices, it needs --force.
  * --samples keeps each gap (CPU, time, length) for a file; --trace-above
  * writes a marker into the kernel's trace buffer at the first gap above
  * it, stops tracing and ends the run, as oslat's and rtla's -T do.
@@ -33,6 +42,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -65,7 +75,8 @@ struct noise_run {
 	_Atomic int tripped; /* a gap above trace_above was seen */
 	_Atomic int trip_cpu;
 	_Atomic uint64_t trip_gap;
-	char policy[64]; /* of the hogs that measured */
+	char policy[64]; /* of the threads that measured */
+	bool other; /* --priority other: the tool's own SCHED_OTHER threads */
 	struct cpu_noise *cpu; /* nr_cpu_ids, each written by its own hog */
 };
 
@@ -288,9 +299,9 @@ static void print_text(const struct noise_run *run, const struct tool_set *set,
 		printf("\n");
 		show_hist(run, c, bars);
 	}
-	printf("(gaps above %s between two clock reads in a hog at %s, %s; "
+	printf("(gaps above %s between two clock reads in %s at %s, %s; "
 	       "sources: the kernel's counts on the CPU over the run%s)\n",
-	       th, run->policy,
+	       th, run->other ? "a pinned thread" : "a hog", run->policy,
 	       run->rest ? "in 100 ms slices" : "continuously",
 	       src ? "" : ", which could not be read");
 	/* the rests between slices are not measured: say how much was */
@@ -407,16 +418,23 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cpuhog noise -c LIST -D DURATION [-T THRESHOLD] [-j]\n"
-		"                    [--rest R] [--samples FILE] [--trace-above T]\n"
+		"                    [--rest R] [-P PRIORITY] [--force]\n"
+		"                    [--samples FILE] [--trace-above T]\n"
 		"  OS noise on each CPU, measured continuously from inside a hog\n"
 		"  -c, --cpus LIST        CPUs as for taskset -c, or 'all'\n"
-		"  -D, --duration D       how long to measure (10s, 1m, 2h; a bare\n"
-		"                         number is seconds); Ctrl-C ends it early\n"
+		"  -D, --duration D       how long to measure (10s, 1m, 2h);\n"
+		"                         Ctrl-C ends it early\n"
 		"  -T, --threshold T      count gaps above T (default 1us)\n"
 		"  -j, --json             the figures as JSON\n"
 		"      --rest R           measure in 100 ms slices with R between\n"
 		"                         them (the rests, not measured, leave the\n"
 		"                         CPUs to the rest of the machine)\n"
+		"  -P, --priority N       measure at SCHED_FIFO N (1-99, default 99),\n"
+		"                         or 0 / 'other': SCHED_OTHER, in pinned\n"
+		"                         threads of the tool's own\n"
+		"  -F, --force            on every CPU at a real-time priority: allow\n"
+		"                         a continuous run over 500 ms, or rests\n"
+		"                         shorter than the 100 ms slices\n"
 		"      --samples FILE     every gap (CPU, CLOCK_MONOTONIC ns, length)\n"
 		"                         as CSV, up to %u per CPU\n"
 		"      --trace-above T    at the first gap above T: a marker into the\n"
@@ -491,8 +509,32 @@ static void catch_stops(void)
 struct noise_opts {
 	const char *cpus, *samples;
 	uint64_t duration;
-	int json, trace;
+	int json, trace, force;
+	int priority; /* SCHED_FIFO 1-99; 0: SCHED_OTHER (run->other) */
 };
+
+/* --priority: 1-99 (SCHED_FIFO), or 0 / "other" (SCHED_OTHER). */
+static int parse_priority(const char *s, int *prio)
+{
+	char *end;
+	long v;
+
+	if (!strcmp(s, "other")) {
+		*prio = 0;
+		return 0;
+	}
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (!*s || *end || errno || v < 0 || v > 99) {
+		fprintf(stderr, "cpuhog noise: --priority takes 1 to 99 "
+				"(SCHED_FIFO), or 0 or 'other' (SCHED_OTHER), "
+				"not '%s'\n",
+			s);
+		return -1;
+	}
+	*prio = (int)v;
+	return 0;
+}
 
 static int noise_options(int argc, char **argv, struct noise_run *run,
 			 struct noise_opts *o)
@@ -506,13 +548,16 @@ static int noise_options(int argc, char **argv, struct noise_run *run,
 		{ "samples", required_argument, 0, OPT_SAMPLES },
 		{ "trace-above", required_argument, 0, OPT_TRACE },
 		{ "rest", required_argument, 0, OPT_REST },
+		{ "priority", required_argument, 0, 'P' },
+		{ "force", no_argument, 0, 'F' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:D:T:jh", lo, NULL)) != -1) {
+	o->priority = 99;
+	while ((c = getopt_long(argc, argv, "c:D:T:jP:Fh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c': o->cpus = optarg; break;
 		case 'D':
@@ -538,6 +583,12 @@ static int noise_options(int argc, char **argv, struct noise_run *run,
 					  &run->rest))
 				return EXIT_USAGE;
 			break;
+		case 'P':
+			if (parse_priority(optarg, &o->priority))
+				return EXIT_USAGE;
+			run->other = !o->priority;
+			break;
+		case 'F': o->force = 1; break;
 		case 'h': usage(stdout); return -1;
 		default: usage(stderr); return EXIT_USAGE;
 		}
@@ -564,8 +615,10 @@ static int noise_options(int argc, char **argv, struct noise_run *run,
 
 /*
  * A continuous run at a real-time policy longer than the kernel's RT
- * budget: say before it starts that RT throttling will hold each hog off
- * its CPU for the rest of every period, and that those gaps will count.
+ * budget: say before it starts that RT throttling (from Linux 6.12 the
+ * fair server, which runs waiting SCHED_OTHER tasks only as long as they
+ * need) will hold each hog off its CPU for up to the rest of every
+ * period, and that those gaps will count.
  */
 static void say_throttling(uint64_t duration)
 {
@@ -591,11 +644,44 @@ static void say_throttling(uint64_t duration)
 		return;
 	fprintf(stderr,
 		"cpuhog noise: RT throttling lets a real-time thread run %ld "
-		"ms of every %ld ms: past that each hog is held off its CPU "
-		"for %ld ms a period, and those gaps count as noise "
-		"(sched_rt_runtime_us -1 lifts it, as for oslat -f; --rest "
-		"20ms measures in 100 ms slices instead)\n",
+		"ms of every %ld ms: past that, SCHED_OTHER tasks waiting for "
+		"the CPU get up to %ld ms a period (from Linux 6.12 through "
+		"the fair server, as long as they need), and those gaps count "
+		"as noise (sched_rt_runtime_us -1 lifts RT throttling; from "
+		"6.12 the fair server stays unless its runtime in "
+		"/sys/kernel/debug/sched/fair_server/ is 0; --rest 20ms "
+		"measures in 100 ms slices instead)\n",
 		runtime / 1000, period / 1000, (period - runtime) / 1000);
+}
+
+/*
+ * Every hogged CPU at a real-time priority: the run stops the machine for
+ * as long as it measures (throttling aside).  As stall's rules, without
+ * --force: at most 500 ms at a stretch, and at most half the time (rests
+ * at least as long as the slices).  EXIT_USAGE after a message.
+ */
+static int holds_all(const struct noise_opts *o, const struct noise_run *run,
+		     int all)
+{
+	struct cpuhog_info in;
+
+	if (o->force || !all || run->other || cpuhog_get_info(&in) < 0 ||
+	    (in.policy != SCHED_FIFO && in.policy != SCHED_RR))
+		return EXIT_OK;
+	if (!run->rest && o->duration > TOOL_MAX_HOLD_NS) {
+		fprintf(stderr, "cpuhog noise: a continuous run over 500 ms on "
+				"every CPU at a real-time priority freezes the "
+				"machine; measure fewer CPUs, add --rest 100ms, "
+				"or add --force\n");
+		return EXIT_USAGE;
+	}
+	if (run->rest && run->rest < SLICE_NS && o->duration > SLICE_NS) {
+		fprintf(stderr, "cpuhog noise: 100 ms slices on every CPU with "
+				"rests under 100 ms hold the machine more than "
+				"half the time; add --force if you mean it\n");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
 }
 
 /* Each measured CPU's sample buffer, for --samples. */
@@ -611,6 +697,50 @@ static int alloc_samples(struct noise_run *run, const struct tool_set *set)
 	return 0;
 }
 
+static void *other_main(void *arg)
+{
+	sample(arg);
+	return NULL;
+}
+
+/* --priority other: one slice on every CPU of @set, in a thread of ours
+ * per CPU, pinned before it starts, at SCHED_OTHER.  0 or -errno. */
+static int other_cpus(const struct tool_set *set, struct noise_run *run)
+{
+	pthread_t *t = calloc(set->ids, sizeof(*t));
+	bool *made = calloc(set->ids, sizeof(*made));
+	cpu_set_t *one = CPU_ALLOC(set->ids);
+	pthread_attr_t attr;
+	unsigned int cpu;
+	int r = 0;
+
+	if (!t || !made || !one || pthread_attr_init(&attr)) {
+		r = -ENOMEM;
+		goto out;
+	}
+	pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&attr, SCHED_OTHER);
+	for (cpu = 0; cpu < set->ids && !r; cpu++) {
+		if (!CPU_ISSET_S(cpu, set->size, set->set))
+			continue;
+		CPU_ZERO_S(set->size, one);
+		CPU_SET_S(cpu, set->size, one);
+		r = -pthread_attr_setaffinity_np(&attr, set->size, one);
+		if (!r)
+			r = -pthread_create(&t[cpu], &attr, other_main, run);
+		made[cpu] = !r;
+	}
+	for (cpu = 0; cpu < set->ids; cpu++)
+		if (made[cpu])
+			pthread_join(t[cpu], NULL);
+	pthread_attr_destroy(&attr);
+out:
+	CPU_FREE(one);
+	free(made);
+	free(t);
+	return r;
+}
+
 /* Until the duration, a signal or a trace trip: in one slice (continuous)
  * or, with --rest, in slices with rests between; 0 or the exit. */
 static int measure(struct noise_run *run, const struct tool_set *set,
@@ -622,9 +752,11 @@ static int measure(struct noise_run *run, const struct tool_set *set,
 	progress = progress && run->rest; /* a continuous run has no steps */
 	while (done < duration && !interrupted && !atomic_load(&run->tripped)) {
 		run->slice = duration - done < most ? duration - done : most;
-		r = hog_cpus(set->size, set->set, sample, run);
+		r = run->other ? other_cpus(set, run)
+			       : hog_cpus(set->size, set->set, sample, run);
 		if (r < 0) {
-			fprintf(stderr, "cpuhog noise: hog_cpus: %s\n",
+			fprintf(stderr, "cpuhog noise: %s: %s\n",
+				run->other ? "a measuring thread" : "hog_cpus",
 				strerror(-r));
 			return EXIT_RUNTIME;
 		}
@@ -694,21 +826,37 @@ int cmd_noise(int argc, char **argv)
 	}
 	catch_stops(); /* from here a signal ends the run with its summary */
 	cpuhog_attr_init(&a);
+	/* without real time it measures all the same, and says so */
+	a.flags = CPUHOG_F_WEAK;
+	a.priority = o.priority ? o.priority : 0;
 	/* a slice is long on purpose: no overrun report for it */
 	a.overrun_ns = (run.rest ? SLICE_NS : o.duration) + 1000000000ull;
-	if (cpuhog_init(&a) < 0) {
+	if (tool_start(&a) < 0) {
 		fprintf(stderr, "cpuhog noise: cannot start the hogs\n");
 		return EXIT_RUNTIME;
 	}
 	r = tool_cpus("noise", o.cpus, &set, &all);
 	if (r < 0)
 		return -r;
-	tool_say_priority("noise", "other threads share the measured CPUs, so "
-				   "the gaps are the scheduler's sharing, not the "
-				   "machine's noise");
-	tool_policy(run.policy, sizeof(run.policy));
-	if (!run.rest)
-		say_throttling(o.duration);
+	r = holds_all(&o, &run, all);
+	if (r)
+		return r;
+	if (run.other) {
+		snprintf(run.policy, sizeof(run.policy), "SCHED_OTHER nice %d",
+			 getpriority(PRIO_PROCESS, 0));
+		fprintf(stderr, "cpuhog noise: pinned threads at %s: other "
+				"threads share the measured CPUs, so the gaps "
+				"include the scheduler's sharing\n",
+			run.policy);
+	} else {
+		tool_say_priority("noise", "other threads share the measured "
+					   "CPUs, so the gaps are the "
+					   "scheduler's sharing, not the "
+					   "machine's noise");
+		tool_policy(run.policy, sizeof(run.policy));
+		if (!run.rest)
+			say_throttling(o.duration);
+	}
 	run.cpu = calloc(set.ids, sizeof(*run.cpu));
 	if (!run.cpu || (samples && alloc_samples(&run, &set))) {
 		fprintf(stderr, "cpuhog noise: out of memory\n");

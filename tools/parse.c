@@ -134,6 +134,10 @@ int parse_duration(const char *s, uint64_t *ns, char *err, size_t errsize)
 	v = strtod(p, &end);
 	if (end == p || errno)
 		return fail(err, errsize, "bad duration '%s'", s);
+	if (!*end && v == 0) { /* nothing needs no unit */
+		*ns = 0;
+		return 0;
+	}
 	if (!*end)
 		return fail(err, errsize,
 			    "duration '%s' needs a unit: ns, us, ms, s, m or h",
@@ -194,17 +198,4 @@ void format_duration(uint64_t ns, char *buf, size_t size)
 		snprintf(buf, size, "%.2f ms", ns / 1e6);
 	else
 		snprintf(buf, size, "%.3f s", ns / 1e9);
-}
-
-int parse_run_duration(const char *s, uint64_t *ns, char *err, size_t errsize)
-{
-	char buf[64];
-	size_t n = s ? strlen(s) : 0;
-
-	/* a bare number is seconds, as rt-tests take -D */
-	if (n && n < sizeof(buf) - 1 && isdigit((unsigned char)s[n - 1])) {
-		snprintf(buf, sizeof(buf), "%ss", s);
-		return parse_duration(buf, ns, err, errsize);
-	}
-	return parse_duration(s, ns, err, errsize);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The tool's input syntax: CPU lists as taskset -c and sysfs write them
- * ("0-3,8,10-11", "all"), durations with units ("250us", "20ms", "5s").
+ * ("0-3,8,10-11", "all"), durations with units ("250us", "20ms", "5s", "1h").
  * Pure functions, fuzzed by tests/fuzz_parse.c.
  */
 #ifndef CPUHOG_PARSE_H
@@ -26,12 +26,11 @@ int parse_cpulist(const char *s, size_t setsize, cpu_set_t *set,
 		  size_t errsize);
 
 /* Parse a duration into nanoseconds: a decimal number and one of ns,
- * us, ms, s (a bare number is an error).  Returns 0 or -1 with @err. */
+ * us, ms, s, m, h, or a bare 0.  One syntax for every option of every
+ * subcommand: any other bare number is an error, never guessed (seconds
+ * for oslat -D, but microseconds for its thresholds).  Returns 0 or -1
+ * with @err. */
 int parse_duration(const char *s, uint64_t *ns, char *err, size_t errsize);
-/* The length of a run: as parse_duration(), and a bare number is seconds
- * (oslat -D 10). */
-int parse_run_duration(const char *s, uint64_t *ns, char *err,
-		       size_t errsize);
 
 /* Write @set as a compact list ("0-3,8") into @buf. */
 void format_cpulist(size_t setsize, const cpu_set_t *set, char *buf,

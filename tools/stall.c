@@ -22,8 +22,6 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_SAFE_NS 500000000ull
-
 static volatile sig_atomic_t interrupted;
 
 static void on_int(int sig)
@@ -154,7 +152,7 @@ static int check_safe(const struct stall_opts *o)
 	}
 	if (o->force)
 		return EXIT_OK;
-	if (o->len > MAX_SAFE_NS) {
+	if (o->len > TOOL_MAX_HOLD_NS) {
 		fprintf(stderr, "cpuhog stall: a stall over 500 ms freezes "
 				"those CPUs; add --force if you mean it\n");
 		return EXIT_USAGE;
@@ -238,9 +236,12 @@ int cmd_stall(int argc, char **argv)
 	if (r)
 		return r;
 	cpuhog_attr_init(&a);
+	/* without real time a stall of some CPUs is still a load (said
+	 * below); a stop of all is refused before it runs */
+	a.flags = CPUHOG_F_WEAK;
 	a.overrun_ns = o.len + 1000000000ull; /* long on purpose: no report */
 	a.stop_timeout_ns = 200000000ull;
-	if (cpuhog_init(&a) < 0) {
+	if (tool_start(&a) < 0) {
 		fprintf(stderr, "cpuhog stall: cannot start the hogs\n");
 		return EXIT_RUNTIME;
 	}

@@ -11,6 +11,11 @@
 /* Exit statuses of every subcommand. */
 enum { EXIT_OK = 0, EXIT_RUNTIME = 1, EXIT_USAGE = 2 };
 
+/* The longest the tool holds CPUs at a stretch without --force (stall's
+ * --for, noise's continuous run on every CPU): long enough for any
+ * measurement of a stall, short of what watchdogs call a hang. */
+#define TOOL_MAX_HOLD_NS 500000000ull
+
 int cmd_tour(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_info(int argc, char **argv);
@@ -28,6 +33,10 @@ struct tool_set {
  * Returns the count, or -EXIT_USAGE / -EXIT_RUNTIME after a message. */
 int tool_cpus(const char *cmd, const char *list, struct tool_set *out,
 	      int *all);
+/* Start the hogs with @a (NULL: the defaults) on the CPUs this command
+ * was started on (taskset, numactl), as oslat and rtla keep to theirs:
+ * the library's own default is every CPU.  Returns cpuhog_init()'s. */
+int tool_start(struct cpuhog_attr *a);
 /* Parse a duration option; -1 after a message. */
 int tool_duration(const char *cmd, const char *opt, const char *s,
 		  uint64_t *ns);

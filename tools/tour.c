@@ -128,14 +128,17 @@ int cmd_tour(int argc, char **argv)
 			argv[1]);
 		return EXIT_USAGE;
 	}
-	r = cpuhog_get_info(&in);
+	r = tool_start(NULL);
+	if (r == 0)
+		r = cpuhog_get_info(&in);
 	if (r < 0) {
 		fprintf(stderr, "cpuhog tour: cannot start the hogs: %s\n",
 			strerror(-r));
 		return EXIT_RUNTIME;
 	}
-	tool_say_priority("tour", "stop_machine() returns -EPERM, and the "
-				  "times are those of ordinary threads");
+	tool_say_priority("tour", "the calls whose promise is exclusion "
+				  "return -EPERM (CPUHOG_WEAK=1 runs them, at "
+				  "the times of ordinary threads)");
 	header(&in);
 	all = in.cpus;
 	for (cpu = 0; cpu < in.nr_cpu_ids && cpu < CPU_SETSIZE; cpu++) {
