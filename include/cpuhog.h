@@ -457,10 +457,12 @@ CPUHOG_API int try_hog_cpus(size_t setsize, const cpu_set_t *cpus,
  * overrun is reported.
  * Serialized with every other multi-CPU call, and with other processes'
  * stops (the kernel's stop_cpus_mutex, machine-wide): one that finds
- * another's under way waits for it, at most four stop_timeout_ns, then
- * returns -ETIMEDOUT with fn run nowhere (cpuhog_info.stop_serialized
- * says where this cannot be had, cpuhog_info.stop_lock_waits counts
- * the waits).
+ * another's under way waits for it, at most four stop_timeout_ns (a
+ * holder that keeps it longer is taken for one that squats on the file:
+ * the stop then goes on unserialized, as well as it can, and times out
+ * only if another stop really holds the CPUs); cpuhog_info.stop_serialized
+ * says where the lock cannot be had at all, cpuhog_info.stop_lock_waits
+ * counts the waits.
  * Context: may sleep; not from hog context.  fn must not sleep.
  * Returns 0 or a non-zero value fn returned; -EINVAL for NULL @fn;
  * -ENOENT if a CPU of @cpus has no hog or is offline, if @cpus is empty,

@@ -123,6 +123,7 @@ struct hog {
 	 * by the other hogs), the last it ran fn for, and (its own) which
 	 * hog it looks at next. */
 	_Atomic uint32_t held_gen, ran_gen;
+	_Atomic uint64_t serialized_at; /* gen << 32 | the CPU, at a stop's end */
 	_Atomic uint64_t beat;
 	unsigned int look_at;
 	/* The wake tree (wake.c): the hogs this one wakes when it takes
@@ -173,14 +174,15 @@ struct stop_state {
 	 * while the next call writes: atomics, relaxed.  The deadline
 	 * moves on with each step (see extend()). */
 	_Atomic uint64_t deadline, spin_ns, timeout_ns;
-	_Atomic uint32_t woken; /* gen whose hogs the caller has all woken */
 	_Atomic uint32_t n;	/* the call's hogs */
 	/* Read by hogs only in RUN, which ends before the call returns. */
 	bool fn_one;
 	cpuhog_fn_t fn;
 	void *data;
 	/* The caller's alone. */
-	bool serialized; /* stops serialized between processes (serialize.c) */
+	/* stops serialized between processes (serialize.c); read by
+	 * cpuhog_get_info(), relaxed */
+	_Atomic bool serialized;
 	size_t masksize;
 	cpu_set_t *fn_mask; /* mask[] below */
 	struct ctx *ctx;

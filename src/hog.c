@@ -177,6 +177,13 @@ static void note_where(struct hog *h, bool here)
 
 static _Atomic uint32_t g_moved; /* +1 each time a hog finds itself off */
 
+/* Make every hog read its affinity at its next batch (a stop found one
+ * no longer pinned: an operator's taskset widened it). */
+void hogs_look_again(void)
+{
+	atomic_fetch_add_explicit(&g_moved, 1, memory_order_relaxed);
+}
+
 static bool hog_here(struct hog *h)
 {
 	/* relaxed: a hint to look, not an order on anything else */

@@ -45,6 +45,7 @@
 #define g_spin_ns cpuhog_i_spin_ns
 #define group_kick cpuhog_i_group_kick
 #define hog_main cpuhog_i_hog_main
+#define hogs_look_again cpuhog_i_hogs_look_again
 #define hog_of cpuhog_i_hog_of
 #define hog_usable cpuhog_i_hog_usable
 #define mask_allows cpuhog_i_mask_allows
@@ -125,6 +126,7 @@ HIDDEN void wake_kids(struct hog *h);
 
 /* hog.c: the hog's loop, its queue, a work's completion */
 HIDDEN void *hog_main(void *arg);
+HIDDEN void hogs_look_again(void);
 HIDDEN void push_work(struct hog *h, struct work *w);
 HIDDEN void queue_work(struct hog *h, struct work *w);
 HIDDEN int work_wait(struct work *w, bool may_spin, uint64_t spin_ns);

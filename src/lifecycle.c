@@ -838,7 +838,8 @@ int cpuhog_get_info(struct cpuhog_info *info)
 		atomic_load_explicit(&c->stop_misses, memory_order_relaxed);
 	info->stop_lock_waits =
 		atomic_load_explicit(&c->stop_lock_waits, memory_order_relaxed);
-	info->stop_serialized = c->stop->serialized;
+	info->stop_serialized =
+		atomic_load_explicit(&c->stop->serialized, memory_order_relaxed);
 	info->sync_passes =
 		atomic_load_explicit(&c->sync_seq, memory_order_relaxed) / 2;
 	ctx_put();

@@ -197,8 +197,13 @@ int64_t multi_reserve(struct ctx *c, unsigned int n, uint64_t deadline)
 	for (i = 0; c->multi_gen == UINT32_MAX && i < c->nr_hogs; i++)
 		if (slot_wait_free(&c->hogs[i].slot, deadline) < 0)
 			return -ETIMEDOUT;
-	if (++c->multi_gen == 0)
+	if (++c->multi_gen == 0) { /* round: no tag of a past call stays */
 		c->multi_gen = 1;
+		for (i = 0; i < c->nr_hogs; i++) {
+			atomic_store(&c->hogs[i].held_gen, 0);
+			atomic_store(&c->hogs[i].ran_gen, 0);
+		}
+	}
 	return c->multi_gen;
 }
 

@@ -15,7 +15,6 @@ enum {
 	STOP_RAN = 1,	 /* reached EXIT: fn ran where fn_runs says */
 	STOP_TIMEDOUT,	 /* the deadline passed before RUN */
 	STOP_NOCPU,	 /* a CPU of the set went away before RUN */
-	STOP_LOCKED_OUT, /* another process's stop kept the lock too long */
 	STOP_LOST = 1,	 /* released: a held CPU went away while fn ran */
 	STOP_OVERRUN,	 /* released: fn ran past overrun_ns */
 };
@@ -27,7 +26,8 @@ struct stop_outcome {
 	unsigned int fn_runs;  /* hogs that ran fn in it, */
 	unsigned int fn_want;  /* of how many asked */
 	unsigned int released; /* 0: the hold stood; STOP_LOST, STOP_OVERRUN */
-	bool serialized;       /* held the machine-wide lock (serialize.c) */
+	bool serialized;       /* held the machine-wide lock (serialize.c); */
+	bool lock_waited_out;  /* not: it was held past its bound */
 	bool lock_waited;      /* and found it held by another process */
 	cpu_set_t ran;	       /* the CPUs (below CPU_SETSIZE) fn ran on */
 };

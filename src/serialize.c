@@ -106,36 +106,62 @@ static int ofd_lock(int fd, short type, off_t start, off_t len)
 	return fcntl(fd, F_OFD_SETLK, &fl);
 }
 
+/* The last wait ran out (a holder stopped, frozen, or squatting on the
+ * file): until the lock is had again, a stop tries it once and goes on
+ * unserialized, rather than pay the whole wait each time. */
+static _Atomic bool g_overdue;
+
+/* Whether the lock call failed only because another holds the range. */
+static bool busy(void)
+{
+	return errno == EAGAIN || errno == EACCES || errno == EINTR;
+}
+
+/*
+ * The wait: M alone once we hold W (the first waiter) or once we have
+ * waited one stop timeout (a first waiter that is stopped, frozen or not
+ * run must not shut the others out for longer), else M and W together.
+ * Returns 0 (locked), 1 (no lock here: ENOLCK and the like), or
+ * -ETIMEDOUT after four stop timeouts (after one try while the last
+ * wait ran out: g_overdue); the caller then stops unserialized, as well
+ * as it can (a squatter on the file must not fail, nor slow, every stop
+ * of the machine).  No cancellation point inside: a thread
+ * cancelled in a nap would leave W, and the caller's multi_lock, held.
+ */
 int stop_lock(uint64_t timeout_ns, bool *waited)
 {
 	int fd = atomic_load_explicit(&g_fd, memory_order_relaxed);
-	uint64_t nap = NAP_MIN_NS, deadline = timeout_ns > NO_DEADLINE / 8
-						      ? NO_DEADLINE
-						      : deadline_in(4 * timeout_ns);
+	bool huge = timeout_ns > NO_DEADLINE / 8;
+	uint64_t nap = NAP_MIN_NS,
+		 alone = huge ? NO_DEADLINE : deadline_in(timeout_ns),
+		 deadline = atomic_load(&g_overdue) ? 0
+			    : huge		     ? NO_DEADLINE
+						     : deadline_in(4 * timeout_ns);
 	bool first = false; /* we hold W: the first waiter */
-	int r;
+	int r = 0, was;
 
 	*waited = false;
 	if (fd < 0)
 		return 1; /* unserialized */
-	while (first ? ofd_lock(fd, F_WRLCK, M, 1) < 0
-		     : ofd_lock(fd, F_WRLCK, M, 2) < 0) {
-		if ((errno != EAGAIN && errno != EACCES && errno != EINTR) ||
-		    now_ns() >= deadline) {
-			r = errno != EAGAIN && errno != EACCES && errno != EINTR
-				    ? 1 /* no locks here (a file system without) */
-				    : -ETIMEDOUT;
-			if (first)
-				ofd_lock(fd, F_UNLCK, W, 1);
-			return r;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &was);
+	while (ofd_lock(fd, F_WRLCK, M, first || now_ns() >= alone ? 1 : 2) <
+	       0) {
+		if (!busy() || now_ns() >= deadline) {
+			r = busy() ? -ETIMEDOUT : 1;
+			break;
 		}
 		*waited = true;
 		first = first || ofd_lock(fd, F_WRLCK, W, 1) == 0;
 		nanosleep(&(struct timespec){ 0, (long)nap }, NULL);
 		nap = nap * 2 < NAP_MAX_NS ? nap * 2 : NAP_MAX_NS;
 	}
+	/* W goes whoever took it: the first waiter, and a taker of M and W
+	 * together (which holds both bytes until this unlock) */
 	ofd_lock(fd, F_UNLCK, W, 1);
-	return 0;
+	if (r <= 0)
+		atomic_store(&g_overdue, r < 0);
+	pthread_setcancelstate(was, NULL);
+	return r;
 }
 
 void stop_unlock(void)

@@ -19,11 +19,12 @@
  * moved leaves fn alone: -ENOENT where fn ran nowhere, -EINTR where on
  * some).  EXIT: each serializes its core and leaves.  TIMEDOUT, NOCPU:
  * abandoned before RUN, fn ran nowhere.  rules[] says what a waiting hog
- * does on each event: the deadline (stop_timeout_ns after the latest
- * arrival, never before the caller woke them all: a guest's vCPUs come
- * late; not moved by later steps, so that the hogs spin at most that
- * long, and other threads get the CPUs between stops); a lost hold (a hog of the stop off its CPU, or quiet and no
- * longer pinned: the kernel moves it, perhaps behind a hog of ours at its
+ * does on each event: the deadline (stop_timeout_ns after the works'
+ * push or the latest arrival, whichever is later: a guest's vCPUs come
+ * late; set before the caller's one wake, which its own CPU's hog may
+ * answer before the caller runs again; not moved by later steps, so the
+ * hogs spin at most that long); a lost hold (a hog of the stop off its
+ * CPU, or quiet and no longer pinned: the kernel moves it, perhaps behind a hog of ours at its
  * priority); fn past overrun_ns (blocked on what a held CPU's thread
  * owns, it would spin the others until RT throttling).  Before RUN the
  * stop gives up; in RUN the others sleep until fn returns
@@ -139,16 +140,13 @@ static void extend(struct stop_state *st)
 		;
 }
 
-/* Whether call @gen's deadline has passed at @t; a look that finds it
+/* Whether the call's deadline has passed at @t; a look that finds it
  * more than LOOK_NS late counts in cpuhog_info.late_waits. */
-static bool past_deadline(struct stop_state *st, uint32_t gen, uint64_t t)
+static bool past_deadline(struct stop_state *st, uint64_t t)
 {
-	/* acquire: pairs with the caller's release of woken, so that the
-	 * deadline read next is at least the one set after its last wake */
-	uint32_t woken = atomic_load_explicit(&st->woken, memory_order_acquire);
 	uint64_t d = RELAXED(&st->deadline);
 
-	if (woken != gen || t <= d)
+	if (t <= d)
 		return false;
 	if (d != NO_DEADLINE && t > d + LOOK_NS)
 		COUNT_UP(&st->ctx->late_waits);
@@ -182,12 +180,13 @@ static bool release_hold(struct stop_state *st, uint32_t gen, unsigned int why)
 {
 	uint32_t r = RELAXED(&st->released);
 
-	SET(&st->release_why, why);
-	while ((int32_t)(gen - r) > 0 &&
-	       !atomic_compare_exchange_weak_explicit(&st->released, &r, gen,
-						      memory_order_relaxed,
-						      memory_order_relaxed))
-		;
+	while ((int32_t)(gen - r) > 0)
+		if (atomic_compare_exchange_weak_explicit(&st->released, &r, gen,
+							  memory_order_relaxed,
+							  memory_order_relaxed)) {
+			SET(&st->release_why, why); /* the winner's reason */
+			break;
+		}
 	return true;
 }
 
@@ -219,8 +218,10 @@ static bool hold_lost(struct stop_state *st, struct hog *h, uint32_t gen,
 			    memory_order_relaxed))
 			continue;
 		h->look_at = (h->look_at + i + 1) % nr;
-		return !affine_only(x->tid, h->masksize, h->mask, x->cpu) &&
-		       release_hold(st, gen, STOP_LOST);
+		if (affine_only(x->tid, h->masksize, h->mask, x->cpu))
+			return false;
+		hogs_look_again(); /* a widened mask: it re-pins itself */
+		return release_hold(st, gen, STOP_LOST);
 	}
 	return false;
 }
@@ -255,7 +256,7 @@ static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
 		if ((++k & 15) != 0 || (t = now_ns()) < look)
 			continue;
 		look = rules[ph].sleeps ? 0 : t + LOOK_NS;
-		a = rules[ph].deadline && past_deadline(st, gen, t)
+		a = rules[ph].deadline && past_deadline(st, t)
 			    ? rules[ph].deadline
 		    : rules[ph].lost && hold_lost(st, h, gen, t)
 			    ? rules[ph].lost
@@ -265,12 +266,8 @@ static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
 		if (a == A_TIMEDOUT || a == A_NOCPU)
 			abandon(st, gen, a == A_TIMEDOUT ? PH_TIMEDOUT : PH_NOCPU);
 		asleep = a == A_SLEEP;
-		if (rules[ph].sleeps && t >= spin_end) /* a look later while
-						   the caller still wakes */
-			sleep_on_word(st, v,
-				      atomic_load(&st->woken) == gen
-					      ? RELAXED(&st->deadline)
-					      : t + LOOK_NS);
+		if (rules[ph].sleeps && t >= spin_end)
+			sleep_on_word(st, v, RELAXED(&st->deadline));
 	}
 }
 
@@ -332,18 +329,21 @@ static int stop_cpu(void *arg)
 		v = await(st, h, gen, ph);
 	}
 	serialize_core(); /* code fn rewrote is safe to run from here on */
+	/* which core that was: the caller's look (relaxed: the work's
+	 * completion publishes it) */
+	SET(&h->serialized_at, (uint64_t)gen << 32 | (uint32_t)sched_getcpu());
 	return 0;
 }
 
-/* multi_wait()'s poll: end the wait once abandoned; at the deadline,
- * wait on if a step moved it, else abandon (RUN is waited out). */
+/* multi_wait()'s poll: end the wait once abandoned; before RUN, wait to
+ * the deadline (a step moves it on), then abandon; RUN is waited out. */
 static int stop_poll(struct ctx *c, bool timed_out, uint64_t *deadline)
 {
 	struct stop_state *st = c->stop;
-	uint64_t v = LOAD(st), d = RELAXED(&st->deadline);
+	uint64_t v = LOAD(st);
 
-	*deadline = timed_out && d <= now_ns() ? NO_DEADLINE : d;
-	if (timed_out && d <= now_ns() && past_deadline(st, GEN(v), now_ns()))
+	*deadline = PHASE(v) >= PH_RUN ? NO_DEADLINE : RELAXED(&st->deadline);
+	if (timed_out && PHASE(v) < PH_RUN && past_deadline(st, now_ns()))
 		abandon(st, GEN(v), PH_TIMEDOUT);
 	return PHASE(LOAD(st)) >= PH_TIMEDOUT ? -ECANCELED : 0;
 }
@@ -369,8 +369,15 @@ static int stop_once(struct ctx *c, unsigned int n, bool fn_one,
 	for (i = 0; i < n; i++)
 		o->fn_want += fn_one ? i == 0 : !!(c->mflags[i] & W_F_RUNS_FN);
 	st->fn_one = fn_one;
-	/* relaxed, all: multi_push()'s seq_cst pushes publish them */
-	SET(&st->deadline, deadline);
+	/* relaxed, all: multi_push()'s seq_cst pushes publish them.  The
+	 * deadline counts from the push, after which the caller makes one
+	 * wake (wake.c): a hog that comes must never find none set, since
+	 * the caller, preempted by its own CPU's hog, may not run again
+	 * before the others spin in HOLD */
+	SET(&st->deadline, deadline_in(c->stop_timeout_ns));
+	/* a release of an earlier call must not read as this one's: the
+	 * serial-number order of release_hold() starts here */
+	SET(&st->released, (uint32_t)gen - 1);
 	SET(&st->timeout_ns, c->stop_timeout_ns);
 	SET(&st->spin_ns, c->spin_ns);
 	SET(&st->fn_claimed, 0);
@@ -379,18 +386,14 @@ static int stop_once(struct ctx *c, unsigned int n, bool fn_one,
 	SET(&st->n, n);
 	SET(&st->word, WORD(gen, PH_PREPARE, n));
 	multi_push(c, n, (uint32_t)gen, stop_cpu, st, W_F_INTERNAL);
-	/* the deadline counts from the last wake (at 32 vCPUs a caller not
-	 * run half-way through its wakes timed stops out), and woken's
-	 * release publishes it for past_deadline() */
-	extend(st);
-	atomic_store_explicit(&st->woken, (uint32_t)gen, memory_order_release);
-	multi_wait(c, deadline, stop_poll);
+	multi_wait(c, RELAXED(&st->deadline), stop_poll);
 	ph = PHASE(LOAD(st));
-	/* fn ran: serialize this core, unless its hog took part and did so
+	/* fn ran: serialize this core, unless a hog of the stop did so here
 	 * after fn (we run here only since; a CPUID, 7 us in a VM, spared) */
 	i = (unsigned int)sched_getcpu();
-	if (ph == PH_EXIT && (!hog_of(c, i) ||
-			      RELAXED(&hog_of(c, i)->held_gen) != (uint32_t)gen))
+	if (ph == PH_EXIT &&
+	    (!hog_of(c, i) || RELAXED(&hog_of(c, i)->serialized_at) !=
+				      ((uint64_t)(uint32_t)gen << 32 | i)))
 		serialize_core();
 	if (ph != PH_EXIT) {
 		o->ended = ph == PH_NOCPU ? STOP_NOCPU : STOP_TIMEDOUT;
@@ -481,14 +484,16 @@ int cpuhog_i_stop_outcome(cpuhog_fn_t fn, void *data, size_t setsize,
 	    : !two && uncovered(c) && !(c->flags & CPUHOG_F_WEAK) ? -EPERM
 								   : call_exclusive(c);
 	if (r == 0) {
+		/* held past its bound (-ETIMEDOUT): the stop goes on
+		 * unserialized; no lock here at all (1): info says so */
 		r = stop_lock(c->stop_timeout_ns, &o->lock_waited);
 		o->serialized = r == 0;
+		o->lock_waited_out = r == -ETIMEDOUT;
 		if (o->lock_waited)
 			COUNT_UP(&c->stop_lock_waits);
-		if (r < 0) {
-			o->ended = STOP_LOCKED_OUT;
-			COUNT_UP(&c->stop_timeouts);
-		}
+		if (r == 1)
+			SET(&c->stop->serialized, false);
+		r = 0;
 	}
 	c->stop->fn = fn;
 	c->stop->data = data;
