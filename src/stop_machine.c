@@ -20,12 +20,13 @@
  * some).  EXIT: each serializes its core and leaves.  TIMEDOUT, NOCPU:
  * abandoned before RUN, fn ran nowhere.  rules[] says what a waiting hog
  * does on each event: the deadline (stop_timeout_ns after the works'
- * push or the latest arrival, whichever is later: a guest's vCPUs come
- * late; set before the caller's one wake, which its own CPU's hog may
- * answer before the caller runs again; not moved by later steps, so the
- * hogs spin at most that long); a lost hold (a hog of the stop off its
- * CPU, or quiet and no longer pinned: the kernel moves it, perhaps behind a hog of ours at its
- * priority); fn past overrun_ns (blocked on what a held CPU's thread
+ * push or the latest step of any hog, its arrival, hold or check: a
+ * guest's vCPUs come late, and at 8 vCPUs on 2 host CPUs even all held
+ * and checked took longer than 20 ms after the last arrival; set before
+ * the caller's one wake, which its own CPU's hog may answer before the
+ * caller runs again); a lost hold (a hog of the stop off its CPU, or
+ * quiet and no longer pinned: the kernel moves it, perhaps behind a hog
+ * of ours at its priority); fn past overrun_ns (blocked on what a held CPU's thread
  * owns, it would spin the others until RT throttling).  Before RUN the
  * stop gives up; in RUN the others sleep until fn returns
  * (holds_released).  PREPARE spins briefly, then sleeps: the caller may
@@ -46,7 +47,7 @@
  * caller's lock (two fcntl()), unlock and one wake, of its own CPU's hog, which wakes
  * the other; each hog's futex wait, and where fn runs its signal check.
  * Spinning makes none; a quiet hog costs a sched_getaffinity() per
- * LOOK_NS, made by whichever hog claims the look.
+ * QUIET_NS, made by whichever hog claims the look.
  */
 #include "internal.h"
 #include "outcome.h"
@@ -76,6 +77,7 @@ static const struct {
 #define COUNT(v) ((uint32_t)(v)&0xffffff)
 
 #define LOOK_NS 1000000u /* how often a spinning hog looks around */
+#define QUIET_NS 10000000u /* a hog that long without a look is looked at */
 #define STOP_TRIES 4	 /* rendezvous begun on a changed set, at most */
 
 /* acquire: what the hogs did before the transition we observe */
@@ -127,7 +129,7 @@ static void abandon(struct stop_state *st, uint32_t gen, unsigned int why)
 		;
 }
 
-/* An arrival: the deadline is stop_timeout_ns from now, if later.
+/* A step: the deadline is stop_timeout_ns from now, if later.
  * relaxed: a time, read by hogs and the caller at their next look. */
 static void extend(struct stop_state *st)
 {
@@ -158,7 +160,7 @@ static void ack(struct stop_state *st, uint32_t gen, unsigned int ph)
 {
 	uint64_t v = LOAD(st), nv, t = ph == PH_CHECK ? now_ns() : 0;
 
-	if (ph == PH_PREPARE && GEN(v) == gen)
+	if (ph < PH_RUN && GEN(v) == gen)
 		extend(st);
 	do {
 		if (GEN(v) != gen || PHASE(v) != ph)
@@ -192,9 +194,9 @@ static bool release_hold(struct stop_state *st, uint32_t gen, unsigned int why)
 
 /*
  * A look: whether the hold of call @gen is lost.  This hog is off its
- * CPU, or the next quiet hog of the call (no look of its own for two
- * LOOK_NS) is no longer pinned to its CPU.  A look at a quiet hog is
- * claimed by CAS on its beat: one system call per quiet hog per LOOK_NS,
+ * CPU, or the next quiet hog of the call (no look of its own for
+ * QUIET_NS) is no longer pinned to its CPU.  A look at a quiet hog is
+ * claimed by CAS on its beat: one system call per quiet hog per QUIET_NS,
  * not one per pair.
  */
 static bool hold_lost(struct stop_state *st, struct hog *h, uint32_t gen,
@@ -211,7 +213,7 @@ static bool hold_lost(struct stop_state *st, struct hog *h, uint32_t gen,
 		struct hog *x = &st->ctx->hogs[(h->look_at + i) % nr];
 		uint64_t b = RELAXED(&x->beat);
 
-		if (x == h || now - b < 2 * LOOK_NS ||
+		if (x == h || now - b < QUIET_NS ||
 		    RELAXED(&x->held_gen) != gen ||
 		    !atomic_compare_exchange_strong_explicit(
 			    &x->beat, &b, now, memory_order_relaxed,
