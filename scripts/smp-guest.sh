@@ -144,7 +144,7 @@ export PATH HOME=/root TERM=dumb CPUHOG_GUEST=1
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 # vCPUs per host CPU: how overcommitted the guest is (tests that wait for
-# every CPU to come scale their bound by it: harness.h, t_load()).
+# every CPU to come scale their bound by it: CPUHOG_TEST_SLOW below).
 host=$(cat /host_cpus 2>/dev/null || echo 1)
 CPUHOG_GUEST_LOAD=$(( ($(nproc) + host - 1) / host ))
 export CPUHOG_GUEST_LOAD

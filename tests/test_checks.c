@@ -601,7 +601,9 @@ static void preempted_calls(void)
 	p1 = preemptions_of(comm);
 	if (slept_now() != s0)
 		_exit(5);
-	if (p0 < 0 || p1 - p0 < 3) {
+	if (p0 < 0)
+		_exit(8); /* no count of the hog's preemptions to read */
+	if (p1 - p0 < 3) {
 		fprintf(stderr, "the hog was preempted %ld times in %d "
 			"callbacks\n",
 		       p0 < 0 ? -1 : p1 - p0, i);
@@ -629,6 +631,8 @@ static void nort_preempted_is_not_asleep(void **state)
 		       "(this runs under tests/nort.sh)");
 	status = run_capturing(preempted_calls, out, sizeof(out));
 	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 8)
+		t_skip("/proc shows no count of the hog's preemptions here");
 	if (WEXITSTATUS(status) != 0)
 		print_message("%s\n", out);
 	assert_int_equal(WEXITSTATUS(status), 0);
