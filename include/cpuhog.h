@@ -177,10 +177,7 @@ struct cpuhog_attr {
 	 * most this many, and each woken hog as many more; 0: 4, or
 	 * CPUHOG_WAKE_FANOUT from the environment; CPUHOG_WAKE_FLAT (or
 	 * any number of CPUs or more): the caller wakes every hog itself.
-	 * 1 is -EINVAL.  It is also the fan-in of stop_machine()'s
-	 * combining tree: on more CPUs than this, each phase of the stop
-	 * is counted up a tree of counters, one cache line each, written
-	 * by at most this many CPUs; flat, on one word. */
+	 * 1 is -EINVAL. */
 	uint64_t wake_fanout;
 	uint64_t reserved_[6];
 };
@@ -244,6 +241,14 @@ struct cpuhog_info {
 	/* Passes hog_synchronize() made: concurrent callers share them, so
 	 * this may be less than the calls (see hog_synchronize()). */
 	uint64_t sync_passes;
+	/* Stops that found another process's stop under way and waited for
+	 * it (stops are serialized machine-wide, see stop_machine()). */
+	uint64_t stop_lock_waits;
+	/* 1 where stops are serialized with other processes' (a lock on
+	 * /run/lock/cpuhog-stop.lock); 0 where that file cannot be had
+	 * (another mount namespace, a read-only /run): two processes'
+	 * stops at once may then time out against each other. */
+	unsigned int stop_serialized;
 };
 
 /*
@@ -436,8 +441,10 @@ CPUHOG_API int try_hog_cpus(size_t setsize, const cpu_set_t *cpus,
  *
  * The hold has two limits, and the kernel sets both.  If a held CPU
  * starts going offline (or leaves the cpuset) before fn starts, the stop
- * gives up with -ENOENT: every hog says it is still on its own CPU after
- * all are held, and each checks again just before fn.  A hog moved in
+ * begins again on the CPUs left, as the kernel's stop_two_cpus() does,
+ * and after four such tries gives up with -ENOENT: every hog says it is
+ * still on its own CPU after all are held, and each checks again just
+ * before fn.  A hog moved in
  * the microseconds between the two leaves fn alone: -ENOENT if fn ran
  * nowhere, -EINTR if it ran on other CPUs of @cpus
  * (cpuhog_info.stop_misses counts both).  Once fn runs: if a held CPU goes away, or fn
@@ -448,7 +455,12 @@ CPUHOG_API int try_hog_cpus(size_t setsize, const cpu_set_t *cpus,
  * may run beside fn.  fn still runs to its end and its value is
  * returned; cpuhog_info.holds_released counts such stops, and the
  * overrun is reported.
- * Serialized with every other multi-CPU call.
+ * Serialized with every other multi-CPU call, and with other processes'
+ * stops (the kernel's stop_cpus_mutex, machine-wide): one that finds
+ * another's under way waits for it, at most four stop_timeout_ns, then
+ * returns -ETIMEDOUT with fn run nowhere (cpuhog_info.stop_serialized
+ * says where this cannot be had, cpuhog_info.stop_lock_waits counts
+ * the waits).
  * Context: may sleep; not from hog context.  fn must not sleep.
  * Returns 0 or a non-zero value fn returned; -EINVAL for NULL @fn;
  * -ENOENT if a CPU of @cpus has no hog or is offline, if @cpus is empty,

@@ -59,7 +59,6 @@ enum {
 	W_F_INTERNAL = 1u << 0, /* a library callback: exempt from checks,
 				   and run even off its CPU (reads off_cpu) */
 	W_F_RUNS_FN = 1u << 1,  /* a stop: this CPU runs fn */
-	W_F_NEEDED = 1u << 2,   /* a stop: fails (-ENOENT) without this CPU */
 };
 _Static_assert(sizeof(struct work) <= sizeof(struct cpuhog_work),
 	       "struct work must fit in struct cpuhog_work");
@@ -119,11 +118,13 @@ struct hog {
 	struct sw_count sw;
 	enum { SW_NONE, SW_READ, SW_CARRIED } sw_state;
 	unsigned int sw_waits, sw_checks; /* each up to SW_WARM */
-	/* Stops: the generation this hog holds its CPU for, and when it last
-	 * looked around while spinning (read by the other hogs). */
-	_Atomic uint32_t held_gen;
+	/* Stops: the generation this hog holds its CPU for, when it last
+	 * looked around while spinning or was looked at (read and claimed
+	 * by the other hogs), the last it ran fn for, and (its own) which
+	 * hog it looks at next. */
+	_Atomic uint32_t held_gen, ran_gen;
 	_Atomic uint64_t beat;
-	uint32_t rng; /* the hog's own: when it looks next (jitter()) */
+	unsigned int look_at;
 	/* The wake tree (wake.c): the hogs this one wakes when it takes
 	 * its slot, written by the caller while the slot is free. */
 	struct hog **kids;
@@ -154,36 +155,32 @@ struct hog {
 };
 
 /*
- * A stop's state (stop_machine.c's: the phases and the tally are its).
- * It is here because the context allocates it when it is made, so that a
- * stop allocates nothing (test_stop.stop_never_allocates): one block,
- * the mask of CPUs to run fn at its end.
+ * A stop's state (stop_machine.c's: the phases are its).  It is here
+ * because the context allocates it when it is made, so that a stop
+ * allocates nothing (test_stop.stop_never_allocates): one block, the
+ * mask of CPUs to run fn at its end.
  */
 struct stop_state {
-	_Atomic uint64_t word;  /* gen:32 | phase:8 | still to come:24 */
-	_Atomic uint64_t tally; /* see T_* */
-	_Atomic uint32_t wake;  /* futex: +1 on each phase change */
-	_Atomic uint32_t sleepers;   /* hogs asleep on wake */
-	_Atomic uint32_t released;   /* gen whose hold was released */
-	_Atomic uint32_t fn_claimed; /* fn on any one CPU: taken */
-	_Atomic uint32_t fn_runs;    /* hogs that ran fn */
-	_Atomic int ret;	     /* first non-zero return of fn */
-	_Atomic uint64_t run_at;     /* when RUN began */
+	_Atomic uint64_t word;	   /* gen:32 | phase:8 | acks to come:24 */
+	_Atomic uint32_t wake;	   /* futex: +1 on each phase change */
+	_Atomic uint32_t sleepers; /* hogs asleep on wake */
+	_Atomic uint32_t released; /* gen whose hold was released, */
+	_Atomic uint32_t release_why; /* and why (STOP_LOST, STOP_OVERRUN) */
+	_Atomic uint32_t fn_claimed;  /* fn on any one CPU: taken */
+	_Atomic int ret;	      /* first non-zero return of fn */
+	_Atomic uint64_t run_at;      /* when RUN began */
 	/* Read by hogs before RUN, when a stale one may still read them
 	 * while the next call writes: atomics, relaxed.  The deadline
-	 * moves on with each arrival (see extend()). */
-	_Atomic uint64_t deadline, spin_ns, timeout_ns, begun;
-	_Atomic uint32_t woken;	/* gen whose hogs the caller has all woken */
-	/* The combining tree (rendezvous.c): the call's hogs and fan-in
-	 * (its tree: n > k), and the nodes, one cache line each. */
-	_Atomic uint32_t n, k;
-	_Atomic uint64_t *nodes;
+	 * moves on with each step (see extend()). */
+	_Atomic uint64_t deadline, spin_ns, timeout_ns;
+	_Atomic uint32_t woken; /* gen whose hogs the caller has all woken */
+	_Atomic uint32_t n;	/* the call's hogs */
 	/* Read by hogs only in RUN, which ends before the call returns. */
 	bool fn_one;
 	cpuhog_fn_t fn;
 	void *data;
 	/* The caller's alone. */
-	unsigned int fn_want; /* how many hogs are to run fn */
+	bool serialized; /* stops serialized between processes (serialize.c) */
 	size_t masksize;
 	cpu_set_t *fn_mask; /* mask[] below */
 	struct ctx *ctx;
@@ -232,6 +229,7 @@ struct ctx {
 	_Atomic uint64_t transit_naps; /* multi_unlock()'s hotplug naps */
 	_Atomic uint64_t late_waits;   /* see cpuhog_info.late_waits */
 	_Atomic uint64_t stop_misses;  /* see cpuhog_info.stop_misses */
+	_Atomic uint64_t stop_lock_waits; /* see cpuhog_info */
 	_Atomic bool sync_away; /* hog_synchronize(): a hog ran off its CPU */
 	/* hog_synchronize()'s passes: twice the passes begun, plus one while
 	 * one runs (odd); written under multi_lock (sched.c) */

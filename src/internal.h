@@ -85,10 +85,10 @@
 #define thread_switches cpuhog_i_thread_switches
 #define uncovered cpuhog_i_uncovered
 #define wake_hog cpuhog_i_wake_hog
-#define rdv_climb cpuhog_i_rdv_climb
 #define reach cpuhog_i_reach
-#define rdv_nodes cpuhog_i_rdv_nodes
-#define rdv_top cpuhog_i_rdv_top
+#define stop_lock cpuhog_i_stop_lock
+#define stop_lock_open cpuhog_i_stop_lock_open
+#define stop_unlock cpuhog_i_stop_unlock
 #define topo_key cpuhog_i_topo_key
 #define topo_sort cpuhog_i_topo_sort
 #define fanout_of cpuhog_i_fanout_of
@@ -107,22 +107,14 @@
  * single.c, multi.c, stop_machine.c and sched.c, the calls.
  */
 
-/* rendezvous.c: the combining tree of a stop (under the rooms, as the
- * context layer is).  A call's tree: its @n hogs, the fan-in @k, the
- * nodes (one per RDV_STRIDE words) and the stop's word. */
-#define RDV_STRIDE (CACHELINE / sizeof(uint64_t))
-struct rdv {
-	_Atomic uint64_t *nodes;
-	const _Atomic uint64_t *word;
-	unsigned int n, k;
-};
-/* How many the word counts (n when n <= k: no tree), how many nodes. */
-HIDDEN unsigned int rdv_top(unsigned int n, unsigned int k);
-HIDDEN unsigned int rdv_nodes(unsigned int n, unsigned int k);
-/* Pass phase @ph of call @gen at position @pos: true if this hog is the
- * one to pass the word now (it emptied a top node, or there is no tree). */
-HIDDEN bool rdv_climb(struct rdv *r, unsigned int pos, uint32_t gen,
-		      unsigned int ph);
+/* serialize.c: stops serialized between processes (under the rooms, as
+ * the context layer is).  stop_lock_open(), when a context is made:
+ * false where stops cannot be serialized here.  stop_lock(): 0, locked;
+ * 1, unserialized (no lock to be had); -ETIMEDOUT after four times
+ * @timeout_ns (a stop's timeout) of waiting. */
+HIDDEN bool stop_lock_open(void);
+HIDDEN int stop_lock(uint64_t timeout_ns, bool *waited);
+HIDDEN void stop_unlock(void);
 
 /* wake.c: waking one hog, and the wake tree of a multi-CPU call */
 HIDDEN void wake_hog(struct hog *h);

@@ -145,9 +145,7 @@ static void ctx_free(struct ctx *c)
 	CPU_FREE(c->reach);
 	free(c->attr_cpus);
 	CPU_FREE(c->possible);
-	if (c->stop)
-		free(c->stop->nodes);
-	free(c->stop); /* one block, and its nodes: stop_state_new() */
+	free(c->stop); /* one block: stop_state_new() */
 	free(c);
 }
 
@@ -425,21 +423,14 @@ static void hogs_await_start(struct ctx *c)
 
 /* The stop's state (context.h), made with the context: a stop never
  * allocates. */
-static struct stop_state *stop_state_new(struct ctx *c, unsigned int n)
+static struct stop_state *stop_state_new(struct ctx *c)
 {
 	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
 	struct stop_state *st = calloc(1, sizeof(*st) + sz);
 
 	if (!st)
 		return NULL;
-	/* the combining tree's nodes, one cache line each: fewer than the
-	 * hogs (k >= 2); zero tags are no call's */
-	st->nodes = aligned_alloc(CACHELINE, (size_t)(n ? n : 1) * CACHELINE);
-	if (!st->nodes) {
-		free(st);
-		return NULL;
-	}
-	memset(st->nodes, 0, (size_t)(n ? n : 1) * CACHELINE);
+	st->serialized = stop_lock_open();
 	st->ctx = c;
 	st->masksize = sz;
 	st->fn_mask = (cpu_set_t *)st->mask;
@@ -459,7 +450,7 @@ static int ctx_alloc(struct ctx *c, unsigned int n)
 	c->mscratch = CPU_ALLOC(c->nr_cpu_ids);
 	c->mscratch2 = CPU_ALLOC(c->nr_cpu_ids);
 	c->reach = CPU_ALLOC(c->nr_cpu_ids);
-	c->stop = stop_state_new(c, n);
+	c->stop = stop_state_new(c);
 	if (!c->by_cpu || !c->hogs || !c->msel || !c->mflags || !c->mscratch ||
 	    !c->mscratch2 || !c->reach || !c->stop || !c->by_topo ||
 	    !c->kid_store)
@@ -845,6 +836,9 @@ int cpuhog_get_info(struct cpuhog_info *info)
 		atomic_load_explicit(&c->late_waits, memory_order_relaxed);
 	info->stop_misses =
 		atomic_load_explicit(&c->stop_misses, memory_order_relaxed);
+	info->stop_lock_waits =
+		atomic_load_explicit(&c->stop_lock_waits, memory_order_relaxed);
+	info->stop_serialized = c->stop->serialized;
 	info->sync_passes =
 		atomic_load_explicit(&c->sync_seq, memory_order_relaxed) / 2;
 	ctx_put();

@@ -183,7 +183,9 @@ unsigned int multi_select(struct ctx *c, size_t setsize, const cpu_set_t *cpus)
  * Reserve the slots of the @n selected hogs for a new call.  A slot can
  * still be queued from a stop that gave up on a held CPU: wait for it
  * until @deadline (-ETIMEDOUT, nothing reserved).  Returns the call's
- * generation.
+ * generation, never 0.  Before the 32-bit generation comes round again,
+ * every hog's slot must be free: a stale hog of an abandoned call, still
+ * queued, would take a later call of its generation for its own.
  */
 int64_t multi_reserve(struct ctx *c, unsigned int n, uint64_t deadline)
 {
@@ -192,7 +194,12 @@ int64_t multi_reserve(struct ctx *c, unsigned int n, uint64_t deadline)
 	for (i = 0; i < n; i++)
 		if (slot_wait_free(&c->msel[i]->slot, deadline) < 0)
 			return -ETIMEDOUT;
-	return ++c->multi_gen;
+	for (i = 0; c->multi_gen == UINT32_MAX && i < c->nr_hogs; i++)
+		if (slot_wait_free(&c->hogs[i].slot, deadline) < 0)
+			return -ETIMEDOUT;
+	if (++c->multi_gen == 0)
+		c->multi_gen = 1;
+	return c->multi_gen;
 }
 
 static void slot_push(struct ctx *c, struct hog *h, uint32_t gen,

@@ -5,7 +5,9 @@
  * the library makes.
  */
 #include "harness.h"
+#include "../src/outcome.h" /* the stop's own outcome: internal */
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/mman.h>
 
@@ -138,20 +140,22 @@ static int probes_frozen(void *arg)
  * One stop of probes_frozen; a probe that moved counts only if the hold
  * stood: no hog was preempted meanwhile (t_hogs_preempted(): RT
  * throttling, which an overcommitted guest's slow rendezvous reaches),
- * and the stop did not end it (holds_released: fn's 5 ms took 126 ms at
- * 16 vCPUs, its vCPU not run by the host, past overrun_ns, and the other
- * hogs slept as the header says they do).  Such a stop is retried.
- * Returns false when every try's hold was broken.
+ * and the stop did not end it (its own outcome's released: fn's 5 ms
+ * took 126 ms at 16 vCPUs, its vCPU not run by the host, past
+ * overrun_ns, and the other hogs slept as the header says they do).
+ * Such a stop is retried.  Returns false when every try's hold was
+ * broken.
  */
 static bool frozen_stop(size_t setsize, const cpu_set_t *set)
 {
+	struct stop_outcome o;
 	int tries, r = 0;
 
 	for (tries = 0; tries < 5; tries++) {
 		unsigned long pre = t_hogs_preempted();
-		uint64_t released = t_holds_released();
 
-		r = stop_machine(probes_frozen, NULL, setsize, set);
+		r = cpuhog_i_stop_outcome(probes_frozen, NULL, setsize, set,
+					  false, 0, 0, &o);
 		if (r == -ETIMEDOUT && getenv("CPUHOG_GUEST")) {
 			/* ran nowhere, so it says nothing of the hold: at 32
 			 * vCPUs on 2 host CPUs a retry after RT throttling
@@ -161,10 +165,16 @@ static bool frozen_stop(size_t setsize, const cpu_set_t *set)
 		}
 		/* under qemu-user 1 probe in 2 stops moved, with pand busy
 		 * on the other CPU: the emulator's, not the hold's */
-		if (r <= 100 || t_hold_stood(pre, released, r - 100)) {
+		if (r <= 100 || (!o.released && !t_qemu_user() &&
+				 t_hogs_preempted() == pre)) {
 			assert_int_equal(r, 0);
 			return true;
 		}
+		print_message("the hold was broken during the stop (hogs "
+			      "preempted +%lu, released %u%s): the probes moved "
+			      "%d; again\n", t_hogs_preempted() - pre,
+			      o.released, t_qemu_user() ? ", under qemu-user" : "",
+			      r - 100);
 	}
 	return false;
 }
@@ -291,11 +301,12 @@ static void stop_runs_where_asked(void **state)
 }
 
 /*
- * The same at every fan-in of the combining tree (rendezvous.c): 2 and 3
- * make a tree of two levels or more from 5 hogs, 4 (the default) from 5,
- * flat counts on the word alone.  On 2 CPUs every fan-in is flat.
+ * The same at every fan-out of the wake tree (wake.c), which wakes a
+ * stop's hogs: 2 and 3 make a tree of two levels or more from 5 hogs, 4
+ * (the default) from 5, flat has the caller wake them all.  On 2 CPUs
+ * every fan-out is flat.
  */
-static void stop_tree_every_fanin(void **state)
+static void stop_every_wake_fanout(void **state)
 {
 	const uint64_t fanins[] = { 2, 3, 4, CPUHOG_WAKE_FLAT };
 	struct cpuhog_attr a;
@@ -327,8 +338,8 @@ static void stop_tree_every_fanin(void **state)
 	}
 	cpuhog_shutdown(); /* the next test's calls start the defaults */
 	if (n < 3)
-		t_skip("needs 3 CPUs for a tree (fan-in 2): on 2 every "
-		       "fan-in counts on the word (make check-smp runs it)");
+		t_skip("needs 3 CPUs for a tree (fan-out 2): on 2 every "
+		       "fan-out is flat (make check-smp runs it)");
 }
 
 static int value_on_last(void *arg)
@@ -645,15 +656,164 @@ static void mixed_multi_cpu_stress(void **state)
 	assert_true(atomic_load(&mix_runs) > 0);
 }
 
+
+/*
+ * Two processes stopping back to back at the same time: each makes 300
+ * stops of a short fn, and every one of both must run (stops are
+ * serialized machine-wide, as the kernel's stop_cpus_mutex serializes
+ * its stoppers: neither process's hogs ever wait behind the other's).
+ * The fork comes before either process has hogs (no threads at the fork,
+ * for TSan); each makes its own.
+ */
+#define TWO_PROC_STOPS 300
+struct two_proc {
+	_Atomic int ready;
+	_Atomic int failed[2]; /* stops that did not return 0 */
+	_Atomic int last_err[2];
+};
+
+static void two_proc_stops(struct two_proc *t, int me)
+{
+	int i, r;
+
+	assert_int_equal(t_init_scaled(false), 0);
+	atomic_fetch_add(&t->ready, 1);
+	while (atomic_load(&t->ready) < 2)
+		;
+	for (i = 0; i < TWO_PROC_STOPS; i++) {
+		r = stop_machine(nothing, NULL, 0, NULL);
+		if (r != 0) {
+			atomic_fetch_add(&t->failed[me], 1);
+			atomic_store(&t->last_err[me], r);
+		}
+	}
+	cpuhog_shutdown();
+}
+
+static void two_processes_stop_together(void **state)
+{
+	struct two_proc *t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int status;
+	pid_t pid;
+
+	(void)state;
+	if (!t_can_rt())
+		t_skip("needs SCHED_FIFO");
+	assert_true(t != MAP_FAILED);
+	cpuhog_shutdown(); /* no threads at the fork */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(60 * t_many());
+		two_proc_stops(t, 1);
+		_exit(0);
+	}
+	two_proc_stops(t, 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	print_message("two processes, %d stops each: %d and %d failed "
+		      "(last errors %d, %d)\n",
+		      TWO_PROC_STOPS, atomic_load(&t->failed[0]),
+		      atomic_load(&t->failed[1]), atomic_load(&t->last_err[0]),
+		      atomic_load(&t->last_err[1]));
+	assert_int_equal(atomic_load(&t->failed[0]), 0);
+	assert_int_equal(atomic_load(&t->failed[1]), 0);
+	munmap(t, sizeof(*t));
+}
+
+/*
+ * Another process holding the machine-wide stop lock, as its own stop
+ * would: ours waits for it, then runs; held past the lock's bound (four
+ * stop timeouts), ours gives up with fn run nowhere; and a holder that
+ * dies frees it (the kernel drops an open file description's lock with
+ * its last descriptor).
+ */
+static pid_t hold_stop_lock(unsigned int ms, _Atomic int *held)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	pid_t pid;
+
+	atomic_store(held, 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) { /* system calls only: the parent has threads */
+		int fd = open("/run/lock/cpuhog-stop.lock", O_RDWR);
+
+		if (fd < 0 || fcntl(fd, F_OFD_SETLKW, &fl) < 0)
+			_exit(3);
+		atomic_store(held, 1);
+		if (ms)
+			t_sleep_ms(ms);
+		else
+			pause();
+		_exit(0);
+	}
+	while (!atomic_load(held))
+		t_sleep_ms(1);
+	return pid;
+}
+
+static void stop_serialized_with_other_processes(void **state)
+{
+	_Atomic int *held = mmap(NULL, sizeof(*held), PROT_READ | PROT_WRITE,
+				 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct stop_outcome o;
+	struct cpuhog_info in;
+	struct cpuhog_attr a;
+	int status, r;
+	pid_t pid;
+
+	(void)state;
+	assert_true(held != MAP_FAILED);
+	cpuhog_shutdown();
+	cpuhog_attr_init(&a);
+	a.stop_timeout_ns = 20 * MS * t_slow() * t_load();
+	assert_int_equal(cpuhog_init(&a), 0);
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	if (!in.stop_serialized)
+		t_skip("/run/lock/cpuhog-stop.lock cannot be had here: stops "
+		       "are not serialized between processes");
+	/* held for less than the bound: the stop waits, then runs */
+	pid = hold_stop_lock(30 * t_slow() * t_load(), held);
+	memset(ran_on, 0, sizeof(ran_on));
+	r = cpuhog_i_stop_outcome(count_here, NULL, 0, NULL, false, 0, 0, &o);
+	assert_int_equal(r, 0);
+	assert_true(o.serialized && o.lock_waited);
+	assert_int_equal(o.ended, STOP_RAN);
+	assert_int_equal(sum_ran(), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	/* held past it: -ETIMEDOUT, fn run nowhere */
+	pid = hold_stop_lock(0, held);
+	memset(ran_on, 0, sizeof(ran_on));
+	r = cpuhog_i_stop_outcome(count_here, NULL, 0, NULL, false, 0, 0, &o);
+	assert_int_equal(r, -ETIMEDOUT);
+	assert_int_equal(o.ended, STOP_LOCKED_OUT);
+	assert_int_equal(sum_ran(), 0);
+	/* its holder killed in the middle: the lock goes with it */
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	r = cpuhog_i_stop_outcome(count_here, NULL, 0, NULL, false, 0, 0, &o);
+	assert_int_equal(r, 0);
+	assert_true(o.serialized && !o.lock_waited);
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	assert_true(in.stop_lock_waits >= 2);
+	munmap((void *)held, sizeof(*held));
+	cpuhog_shutdown();
+}
+
 T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(stop_freezes_everything),
 	cmocka_unit_test(hog_cpus_does_not_freeze),
 	cmocka_unit_test(stop_runs_where_asked),
-	cmocka_unit_test(stop_tree_every_fanin),
+	cmocka_unit_test(stop_every_wake_fanout),
 	cmocka_unit_test(stop_results_and_errors),
 	cmocka_unit_test(stop_times_out_on_held_cpu),
 	cmocka_unit_test(stop_timeout_from_environment),
 	cmocka_unit_test(stop_never_allocates),
 	cmocka_unit_test(two_cpus_rendezvous),
 	cmocka_unit_test(mixed_multi_cpu_stress),
+	cmocka_unit_test(two_processes_stop_together),
+	cmocka_unit_test(stop_serialized_with_other_processes),
 }))

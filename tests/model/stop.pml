@@ -1,30 +1,59 @@
 /*
- * The stop's rendezvous (src/stop_machine.c), as a Promela model for
- * spin, checked exhaustively by tests/model_check.sh in make check.
+ * The stop (src/stop_machine.c), as a Promela model for spin, checked
+ * exhaustively by tests/model_check.sh in make check.
  *
- * Two calls in a row, as the C code makes them under the multi-CPU lock:
+ * Each hog runs stop_cpu(): it reads the word, acts on the phase once,
+ * acknowledges it, and waits for the next (await() and rules[]); the
+ * last acknowledgement moves the word on.  One atomic block here is one
+ * CAS on the C word (gen:32 | phase:8 | count:24); a wait is a guard on
+ * the word.  Faults happen at any step the C code allows, FAULTS of them
+ * in a run at most (so that the search stays exhaustive in seconds): a
+ * hog off its CPU when it acts on PREPARE or CHECK (NOCPU), or at the
+ * last look before fn (leaves fn alone); the deadline passing in any wait
+ * before RUN, the hog's or the caller's (TIMEDOUT); a lost hold while
+ * HOLD or CHECK is waited out (NOCPU), or in RUN, where the hog sleeps
+ * until fn returns, as for an overrun.
+ *
+ * PROCS 1: one process, two calls in a row, as multi_lock makes them:
  * call 1 on hogs 0, 1 and 2 with fn on all three, then call 2 on hogs 0
- * and 1 with fn on hog 0 alone (stop_two_cpus()).  Call 2 begins once the
- * works of hogs 0 and 1 of call 1 are finished (multi_reserve() waits
- * for their slots), so hog 2 of call 1 may still be running, late, while
- * call 2 runs: the stale hog.  Anything may happen at any step the C code
- * allows it: a hog finds its CPU gone at arrival (declines), is moved
- * before CHECK or before fn (skips fn), backs off in HOLD, sees the
- * deadline pass (TIMEOUTS), or finds the hold lost (NOCPU).
+ * and 1 with fn on hog 0 (stop_two_cpus()).  Call 2 begins once hogs 0
+ * and 1 are done with call 1 (multi_reserve() waits for their slots), so
+ * hog 2 of an abandoned call 1 may run, late, during call 2: the stale
+ * hog.  (A call that ended NOCPU is begun again by the C code: that is
+ * the next call, of a new generation, as here.)
  *
- * Checked: an outcome of 0 only if fn ran on every CPU asked; -EINTR
- * only if it ran on some; any other error only if it ran nowhere, even
- * by a hog that runs after the call returned; every hog's run ends (no
- * invalid end state: nobody left waiting, no deadlock).
+ * PROCS 2: two processes, each with a hog on CPUs 0 and 1 and one stop
+ * of both, and the machine-wide lock (serialize.c) between them.  A hog
+ * runs only while no other process's hog spins on its CPU (SCHED_FIFO at
+ * one priority does not preempt), and a hog spins from HOLD on, until it
+ * sleeps or leaves; in PREPARE it sleeps.  With NOLOCK the two stops can
+ * wedge each other: each holds a CPU the other's last hog needs, until
+ * the deadline (run it with TIMEOUTS 0 to see spin find the deadlock).
  *
- * The correspondence, each C function to the inline of the same name:
- * one CAS on the 64-bit word (gen:32 | phase:8 | count:24) is one atomic
- * block here on w_gen, w_ph and w_cnt; one CAS on the tally (gen, held,
- * gone) likewise.  A CAS loop that retries is a block that runs once on
- * the value it finds.  Sleeping and spinning are a guard that waits for
- * the word to change; a timed-out wait is the TIMEOUTS choice.
+ * Checked: fn runs only in RUN of its own call, while every CPU of the
+ * call is held by it or the hold was released; an outcome of 0 only if fn
+ * ran on every CPU asked, -EINTR only if on some, any other error only if
+ * nowhere, even by a hog that runs after the call returned; without
+ * faults every call returns 0; every run ends (no invalid end state:
+ * nobody left waiting, no deadlock).
  */
+#ifndef PROCS
+#define PROCS 1
+#endif
+#ifndef FAULTS
+#define FAULTS 1
+#endif
+#ifndef TIMEOUTS
+#define TIMEOUTS 1
+#endif
+#if PROCS == 1
 #define N 3
+#define CALLS 2
+#else
+#define N 2
+#define CALLS 1
+#endif
+
 #define PREPARE 1
 #define HOLD 2
 #define CHECK 3
@@ -33,219 +62,209 @@
 #define TIMEDOUT 6
 #define NOCPU 7
 
-#ifndef TIMEOUTS
-#define TIMEOUTS 1
-#endif
-#ifndef MOVES
-#define MOVES 1
-#endif
-#ifndef BACKOFFS
-#define BACKOFFS 1
-#endif
+byte w_gen[PROCS], w_ph[PROCS], w_cnt[PROCS]; /* each process's word */
+byte n_of[PROCS];                   /* the current call's hogs */
+byte fn_runs[PROCS];
+bool released[PROCS];               /* the current call's hold ended */
+byte owner[N];                      /* who spins on CPU i: process + 1 */
+byte lock;                          /* serialize.c: holder process + 1 */
+byte faults;
+bool want[PROCS * CALLS * N], ran[PROCS * CALLS * N], done[PROCS * CALLS * N];
+short ret[PROCS * CALLS];
 
-byte w_gen, w_ph, w_cnt;	/* the word */
-byte t_gen, t_held;		/* the tally */
-bool t_gone;
-byte fn_runs;
-bool ran[2 * N];		/* fn ran on hog i in call g: ran[(g-1)*N + i] */
-bool done[2 * N];		/* hog i's work of call g finished */
-bool want[2 * N];		/* fn asked of hog i in call g */
-short ret[2];			/* the calls' outcomes, 1 until known */
+#define R(p, g, i) (((p) * CALLS + (g) - 1) * N + (i))
+#define FAULT (faults < FAULTS)
+#define RUNS(p, i) (PROCS == 1 || owner[i] == 0 || owner[i] == (p) + 1)
 
-#define R(g, i) ((g) - 1) * N + (i)
-
-/* pass(): count this hog through phase ph; the last moves everyone on */
-inline pass(ph, ok)
+/* abandon(): give call g up as why, unless it is past CHECK */
+inline abandon(p, g, why)
 {
 	atomic {
 		if
-		:: w_gen != g || w_ph != ph -> ok = false
-		:: else ->
-			if
-			:: w_cnt > 1 -> w_cnt--
-			:: else ->
-				if
-				:: ph == PREPARE && (t_gone || t_held == 0) ->
-					w_ph = NOCPU; w_cnt = 0
-				:: ph == PREPARE && !(t_gone || t_held == 0) ->
-					w_ph = HOLD; w_cnt = t_held
-				:: ph == HOLD || ph == CHECK ->
-					w_ph = ph + 1; w_cnt = t_held
-				:: ph == RUN -> w_ph = EXIT; w_cnt = 0
-				fi
-			fi;
-			ok = (w_ph < TIMEDOUT)
-		fi
-	}
-}
-
-/* abandon(): give call g up, unless fn was already let run */
-inline abandon(why)
-{
-	atomic {
-		if
-		:: w_gen == g && w_ph >= PREPARE && w_ph <= CHECK ->
-			w_ph = why; w_cnt = 0
+		:: w_gen[p] == g && w_ph[p] < RUN -> w_ph[p] = why; w_cnt[p] = 0
 		:: else -> skip
 		fi
 	}
 }
 
-/* back_off(): withdraw the acknowledgement, step aside, give it again */
-inline back_off()
+/* ack(): the last acknowledgement of a phase moves the word on */
+inline ack(p, g, ph)
 {
 	atomic {
 		if
-		:: w_gen == g && w_ph == HOLD -> w_cnt++; withdrawn = true
-		:: else -> withdrawn = false
-		fi
-	};
-	if
-	:: withdrawn -> pass(HOLD, ok)
-	:: else -> skip
-	fi
-}
-
-/* await_phase(): wait until the phase passes ph; before RUN, give up at
- * the deadline or when the hold is lost, and back off now and then */
-inline await_phase(ph, ok)
-{
-	do
-	:: w_gen != g || w_ph >= TIMEDOUT -> ok = false; break
-	:: w_gen == g && w_ph > ph && w_ph < TIMEDOUT -> ok = true; break
-	:: TIMEOUTS && ph < RUN && w_gen == g && w_ph == ph ->
-		abandon(TIMEDOUT)
-	:: MOVES && ph < RUN && w_gen == g && w_ph == ph ->
-		abandon(NOCPU)
-	:: BACKOFFS && ph == HOLD && backoffs < 1 && w_gen == g &&
-	   w_ph == HOLD ->
-		backoffs++; back_off()
-	od
-}
-
-proctype hog(byte i; byte g; bool needed)
-{
-	bool hold, ok, withdrawn, moved;
-	byte backoffs = 0;
-
-	/* arrival: on its CPU, or its CPU went away (declines) */
-	if
-	:: hold = true
-	:: MOVES -> hold = false
-	fi;
-	/* tally() */
-	atomic {
-		if
-		:: t_gen != g -> goto out
-		:: else -> t_held = t_held + hold; t_gone = t_gone || (!hold && needed)
-		fi
-	};
-	pass(PREPARE, ok);
-	if :: !ok || !hold -> goto out :: else -> skip fi;
-	/* await_arrivals() */
-	do
-	:: w_gen != g || w_ph >= TIMEDOUT -> goto out
-	:: w_gen == g && w_ph > PREPARE && w_ph < TIMEDOUT -> break
-	:: TIMEOUTS && w_gen == g && w_ph == PREPARE -> abandon(TIMEDOUT)
-	od;
-	pass(HOLD, ok);
-	if :: !ok -> goto out :: else -> skip fi;
-	await_phase(HOLD, ok);
-	if :: !ok -> goto out :: else -> skip fi;
-	/* check_in(): on its own CPU, or the stop gives up.  (The choice is
-	 * made first: an inline whose if has an else, as a guard, takes
-	 * that else for the outer choice's, and the pass is never chosen.) */
-	if
-	:: MOVES -> moved = true
-	:: moved = false
-	fi;
-	if
-	:: moved -> abandon(NOCPU); goto out
-	:: else -> pass(CHECK, ok)
-	fi;
-	if :: !ok -> goto out :: else -> skip fi;
-	await_phase(CHECK, ok);
-	if :: !ok -> goto out :: else -> skip fi;
-	/* call_fn(): moved since CHECK, it leaves fn alone */
-	if
-	:: want[R(g, i)] ->
-		if
-		:: MOVES -> skip
-		:: atomic { ran[R(g, i)] = true; fn_runs++ }
-		fi
-	:: else -> skip
-	fi;
-	pass(RUN, ok);
-	await_phase(RUN, ok);
-out:
-	done[R(g, i)] = true
-}
-
-/* stop_run() and stop_outcome() for call g on its first n hogs */
-inline call(g, n, fn_want)
-{
-	/* the caller's stores, one by one (relaxed, published by the push) */
-	fn_runs = 0;
-	atomic { t_gen = g; t_held = 0; t_gone = false };
-	atomic { w_gen = g; w_ph = PREPARE; w_cnt = n };
-	k = 0;
-	do
-	:: k < n -> run hog(k, g, want[R(g, k)]); k++
-	:: else -> break
-	od;
-	/* multi_wait() with stop_poll() */
-	do
-	:: w_ph >= EXIT -> break
-	:: TIMEOUTS && w_ph >= PREPARE && w_ph <= CHECK -> abandon(TIMEDOUT)
-	od;
-	atomic {
-		if
-		:: w_ph == EXIT && fn_runs == fn_want -> ret[g - 1] = 0
-		:: w_ph == EXIT && fn_runs != fn_want && fn_runs > 0 ->
-			ret[g - 1] = -4 /* -EINTR */
-		:: w_ph == EXIT && fn_runs == 0 && fn_want > 0 ->
-			ret[g - 1] = -2 /* -ENOENT */
-		:: w_ph > EXIT -> ret[g - 1] = -110
+		:: w_gen[p] == g && w_ph[p] == ph && w_cnt[p] > 1 -> w_cnt[p]--
+		:: w_gen[p] == g && w_ph[p] == ph && w_cnt[p] == 1 && ph < RUN ->
+			w_ph[p] = ph + 1; w_cnt[p] = n_of[p]
+		:: w_gen[p] == g && w_ph[p] == ph && w_cnt[p] == 1 && ph == RUN ->
+			w_ph[p] = EXIT; w_cnt[p] = 0
+		:: else -> skip
 		fi
 	}
 }
 
-/* What each outcome promises, checked once every hog has finished. */
-inline judge(g, n)
+/* The hold: every CPU of the call spins for it, or the hold ended. */
+inline held(p, yes)
+{
+	yes = true;
+	k = 0;
+	do
+	:: k < n_of[p] -> yes = yes && owner[k] == p + 1; k++
+	:: else -> break
+	od;
+	yes = yes || released[p]
+}
+
+proctype hog(byte p; byte i; byte g)
+{
+	byte ph = 0, k;
+	bool asleep, yes, go;
+
+	do
+	:: RUNS(p, i); /* queued behind whatever spins on its CPU */
+		atomic {
+			go = w_gen[p] == g && w_ph[p] > ph && w_ph[p] < EXIT;
+			ph = (go -> w_ph[p] : ph)
+		};
+		if
+		:: !go -> break
+		:: else -> skip
+		fi;
+		/* act(): the set is fixed (its CPU gone: abort) */
+		if
+		:: (ph == PREPARE || ph == CHECK) && FAULT ->
+			faults++; abandon(p, g, NOCPU); break
+		:: ph == RUN && want[R(p, g, i)] && FAULT ->
+			faults++ /* moved at the last look: fn left alone */
+		:: ph == RUN && want[R(p, g, i)] ->
+			atomic {
+				held(p, yes);
+				assert(w_gen[p] == g && w_ph[p] == RUN && yes);
+				ran[R(p, g, i)] = true; fn_runs[p]++
+			}
+		:: else -> skip
+		fi;
+		ack(p, g, ph);
+		/* from HOLD on it spins on its CPU: SCHED_FIFO, nobody else
+		 * at its priority runs there until it sleeps or leaves */
+		if
+		:: ph == PREPARE -> skip
+		:: else -> atomic { RUNS(p, i); owner[i] = p + 1 }
+		fi;
+		/* await(): rules[ph] at each event */
+		asleep = false;
+		do
+		:: w_gen[p] != g || w_ph[p] != ph -> break
+		:: TIMEOUTS && ph < RUN && FAULT && w_gen[p] == g &&
+		   w_ph[p] == ph -> faults++; abandon(p, g, TIMEDOUT)
+		:: (ph == HOLD || ph == CHECK) && FAULT && w_gen[p] == g &&
+		   w_ph[p] == ph -> faults++; abandon(p, g, NOCPU)
+		:: ph == RUN && !asleep && FAULT && w_gen[p] == g &&
+		   w_ph[p] == RUN ->
+			faults++;
+			atomic { released[p] = true; asleep = true;
+				 owner[i] = 0 }
+		od;
+		if
+		:: asleep -> atomic { RUNS(p, i); owner[i] = p + 1 }
+		:: else -> skip
+		fi
+	od;
+	atomic {
+		if
+		:: owner[i] == p + 1 -> owner[i] = 0
+		:: else -> skip
+		fi;
+		done[R(p, g, i)] = true
+	}
+}
+
+/* stop_once(): call g of process p on its first n hogs */
+inline call(p, g, n, fn_want)
+{
+	fn_runs[p] = 0;
+	released[p] = false;
+	n_of[p] = n;
+	atomic { w_gen[p] = g; w_ph[p] = PREPARE; w_cnt[p] = n };
+	k = 0;
+	do
+	:: k < n -> run hog(p, k, g); k++
+	:: else -> break
+	od;
+	/* multi_wait() with stop_poll(): all done, or abandoned */
+	do
+	:: w_ph[p] == EXIT && (n < 1 || done[R(p, g, 0)]) &&
+	   (n < 2 || done[R(p, g, 1)]) && (n < 3 || done[R(p, g, 2)]) -> break
+	:: w_ph[p] > EXIT -> break
+	:: TIMEOUTS && FAULT && w_ph[p] < RUN ->
+		faults++; abandon(p, g, TIMEDOUT)
+	od;
+	atomic {
+		if
+		:: w_ph[p] == EXIT && fn_runs[p] == fn_want -> ret[p * CALLS + g - 1] = 0
+		:: w_ph[p] == EXIT && fn_runs[p] != fn_want && fn_runs[p] > 0 ->
+			ret[p * CALLS + g - 1] = -4 /* -EINTR */
+		:: w_ph[p] == EXIT && fn_runs[p] == 0 ->
+			ret[p * CALLS + g - 1] = -2 /* -ENOENT, begun again */
+		:: w_ph[p] == NOCPU -> ret[p * CALLS + g - 1] = -2
+		:: w_ph[p] == TIMEDOUT -> ret[p * CALLS + g - 1] = -110
+		fi
+	}
+}
+
+/* What each outcome promises, once every hog has finished. */
+inline judge(p, g, n)
 {
 	k = 0;
 	any = false;
 	all = true;
 	do
 	:: k < n ->
-		any = any || ran[R(g, k)];
-		all = all && (ran[R(g, k)] || !want[R(g, k)]);
+		any = any || ran[R(p, g, k)];
+		all = all && (ran[R(p, g, k)] || !want[R(p, g, k)]);
 		k++
 	:: else -> break
 	od;
-	assert(ret[g - 1] != 0 || all);
-	assert(ret[g - 1] != -4 || (any && !all));
-	assert(ret[g - 1] == 0 || ret[g - 1] == -4 || !any);
-#if !TIMEOUTS && !MOVES
-	assert(ret[g - 1] == 0) /* back-offs alone never stop a call */
+	assert(ret[p * CALLS + g - 1] != 0 || all);
+	assert(ret[p * CALLS + g - 1] != -4 || (any && !all));
+	assert(ret[p * CALLS + g - 1] == 0 || ret[p * CALLS + g - 1] == -4 ||
+	       !any);
+	assert(FAULTS > 0 || ret[p * CALLS + g - 1] == 0)
+}
+
+#if PROCS == 2
+proctype caller(byte p)
+{
+	byte k;
+	bool any, all;
+
+	want[R(p, 1, 0)] = true;
+#ifndef NOLOCK
+	atomic { lock == 0 -> lock = p + 1 };
 #endif
+	call(p, 1, 2, 1);
+	lock = 0;
+	done[R(p, 1, 0)] && done[R(p, 1, 1)];
+	judge(p, 1, 2)
 }
 
 init
 {
-	byte k, g;
+	atomic { run caller(0); run caller(1) }
+}
+#else
+init
+{
+	byte k;
 	bool any, all;
 
-	want[R(1, 0)] = true; want[R(1, 1)] = true; want[R(1, 2)] = true;
-	want[R(2, 0)] = true;
-	ret[0] = 1; ret[1] = 1;
-	g = 1;
-	call(1, 3, 3);
+	want[R(0, 1, 0)] = true; want[R(0, 1, 1)] = true;
+	want[R(0, 1, 2)] = true; want[R(0, 2, 0)] = true;
+	call(0, 1, 3, 3);
 	/* multi_reserve(): hogs 0 and 1 are done with call 1's slots */
-	done[R(1, 0)] && done[R(1, 1)];
-	g = 2;
-	call(2, 2, 1);
-	done[R(1, 2)] && done[R(2, 0)] && done[R(2, 1)];
-	judge(1, 3);
-	judge(2, 2)
+	done[R(0, 1, 0)] && done[R(0, 1, 1)];
+	call(0, 2, 2, 1);
+	done[R(0, 1, 2)] && done[R(0, 2, 0)] && done[R(0, 2, 1)];
+	judge(0, 1, 3);
+	judge(0, 2, 2)
 }
+#endif

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A stop's own outcome (stop_machine.c fills it): internal for now, so
+ * that tests judge each stop by what happened in it, not by process-wide
+ * counters that another thread's stop could move.  Linked in from the
+ * static library (tests/test_stop.c).
+ */
+#ifndef CPUHOG_OUTCOME_H
+#define CPUHOG_OUTCOME_H
+
+#include "cpuhog.h"
+
+/* How the last rendezvous ended (ended), and why a hold was released. */
+enum {
+	STOP_RAN = 1,	 /* reached EXIT: fn ran where fn_runs says */
+	STOP_TIMEDOUT,	 /* the deadline passed before RUN */
+	STOP_NOCPU,	 /* a CPU of the set went away before RUN */
+	STOP_LOCKED_OUT, /* another process's stop kept the lock too long */
+	STOP_LOST = 1,	 /* released: a held CPU went away while fn ran */
+	STOP_OVERRUN,	 /* released: fn ran past overrun_ns */
+};
+
+struct stop_outcome {
+	int ret;	       /* what the call returned */
+	unsigned int tries;    /* rendezvous begun (more: CPUs went away) */
+	unsigned int ended;    /* STOP_RAN... of the last one */
+	unsigned int fn_runs;  /* hogs that ran fn in it, */
+	unsigned int fn_want;  /* of how many asked */
+	unsigned int released; /* 0: the hold stood; STOP_LOST, STOP_OVERRUN */
+	bool serialized;       /* held the machine-wide lock (serialize.c) */
+	bool lock_waited;      /* and found it held by another process */
+	cpu_set_t ran;	       /* the CPUs (below CPU_SETSIZE) fn ran on */
+};
+
+/* stop_machine() (@two false) or stop_two_cpus(@cpu1, @cpu2), and how it
+ * went, into @o; returns what they return. */
+__attribute__((visibility("hidden"))) int
+cpuhog_i_stop_outcome(cpuhog_fn_t fn, void *data, size_t setsize,
+		      const cpu_set_t *cpus, bool two, unsigned int cpu1,
+		      unsigned int cpu2, struct stop_outcome *o);
+
+#endif
