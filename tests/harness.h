@@ -452,34 +452,11 @@ static inline unsigned long t_hogs_preempted(void)
 	return sum;
 }
 
-/*
- * Whether a stop in which a probe on a held CPU ran says anything of the
- * hold: not where the kernel preempted a hog since @pre (RT throttling:
- * t_hogs_preempted()), nor where the library ended the hold as documented
- * since @released (fn past overrun_ns: t_holds_released()).  Where it
- * says nothing, prints why, with @moved (what the probes did), for a
- * test that tries again.  Not asked under qemu-user, whose threads sleep
- * inside the emulator while it runs one of them alone (its exclusive
- * sections): no hold is there to judge, a missing capability that a test
- * skips for up front (t_hold_unjudgeable()).  This answered false there
- * after every stop, and a test tried five times and then skipped.
- */
-static inline bool t_hold_stood(unsigned long pre, uint64_t released,
-				int moved)
-{
-	unsigned long preempted = t_hogs_preempted() - pre;
-	uint64_t ended = t_holds_released() - released;
-
-	if (!preempted && !ended)
-		return true;
-	print_message("the hold was broken during the stop (hogs preempted "
-		      "+%lu, holds released +%llu): the probes moved %d; "
-		      "again\n",
-		      preempted, (unsigned long long)ended, moved);
-	return false;
-}
-
-/* Why a hold cannot be judged here, or NULL. */
+/* Why a hold cannot be judged here, or NULL: under qemu-user, whose
+ * threads sleep inside the emulator while it runs one of them alone (its
+ * exclusive sections), no hold is there to judge, a missing capability
+ * that a test skips for up front.  (t_hold_stood() answered false there
+ * after every stop, and a test tried five times and then skipped.) */
 static inline const char *t_hold_unjudgeable(void)
 {
 	return t_qemu_user() ? "under qemu-user the emulator runs one thread "
