@@ -18,6 +18,8 @@ set(ENV{PKG_CONFIG_PATH} "")
 # The arm64 loader and libraries lie where Debian's multiarch packages put
 # them (/lib/ld-linux-aarch64.so.1, /usr/lib/aarch64-linux-gnu), so the
 # emulator needs no -L.  CPUHOG_EMULATOR tells the tests what they run
-# under (harness.h, t_qemu_user()).
+# under (harness.h, t_qemu_user()); CPUHOG_TEST_SLOW, the tests' one
+# slowness knob, how much longer their timeouts wait (it translates every
+# instruction: 10).
 set(CMAKE_CROSSCOMPILING_EMULATOR env CPUHOG_EMULATOR=qemu-user
-    qemu-aarch64-static)
+    CPUHOG_TEST_SLOW=10 qemu-aarch64-static)

@@ -115,7 +115,7 @@ make_init() {
 # The guest's PID 1: run every line of /runs, one by one, and halt.
 /bin/busybox mkdir -p /proc /sys /dev /tmp /usr/bin /usr/sbin /sbin
 /bin/busybox --install -s
-export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/ TERM=dumb CPUHOG_GUEST=1
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin HOME=/ TERM=dumb CPUHOG_GUEST=1 CPUHOG_TEST_SLOW=10
 export LD_LIBRARY_PATH=/lib
 mount -t proc proc /proc
 mount -t sysfs sys /sys

@@ -61,66 +61,6 @@ static inline bool t_can_hotplug(unsigned int cpu)
 	return getuid() == 0 && cpu != 0 && fd >= 0 && !T_TSAN;
 }
 
-/* How many tasks are runnable on the machine now (/proc/stat), or -1. */
-static inline int t_procs_running(void)
-{
-	char line[256];
-	int n = -1;
-	FILE *f = fopen("/proc/stat", "re");
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "procs_running %d", &n) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return n;
-}
-
-/* How many threads of this process are running (state R) now. */
-static inline int t_own_running(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	char path[64], buf[512], *p;
-	int n = 0;
-
-	while (d && (e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%d/stat",
-			 atoi(e->d_name));
-		t_slurp(path, buf, sizeof(buf));
-		p = strrchr(buf, ')');
-		n += p && p[1] && p[2] == 'R';
-	}
-	if (d)
-		closedir(d);
-	return n;
-}
-
-/*
- * Whether another job keeps a CPU busy: in most of 40 samples over 200 ms
- * something besides this thread was runnable.  Offline storms skip then:
- * with a CPU-bound job and a few threads that sleep 1 ms in a loop, this
- * kernel starves its RCU thread for up to a minute during an offline
- * without cpuhog at all (docs/RELIABILITY.md, scripts/offline-starvation.sh).
- */
-static inline bool t_machine_busy(void)
-{
-	int k, busy = 0;
-
-	for (k = 0; k < 40; k++) {
-		/* our own running threads (this one, pollers) do not count */
-		busy += t_procs_running() > t_own_running();
-		t_sleep_ms(5);
-	}
-	return busy > 20;
-}
-
-#define T_BUSY_SKIP                                                          \
-	"another job keeps a CPU busy: this kernel then starves its RCU "     \
-	"thread during an offline even without cpuhog (docs/RELIABILITY.md)"
-
 /* Guard @cpu: whatever happens to this process, it comes back online. */
 static inline void t_guard_victim(unsigned int cpu)
 {

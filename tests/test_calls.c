@@ -60,7 +60,7 @@ static void back_to_back_wakeups_not_lost(void **state)
 {
 	struct cpuhog_work w = CPUHOG_WORK_INIT;
 	unsigned int cpu = t_nth_cpu(1);
-	uint64_t bound = 2000 * MS * t_load(), end, deadline;
+	uint64_t bound = t_bound(2000 * MS), end, deadline;
 	_Atomic int ran = 0;
 	int i, lost = 0, n = 0;
 
@@ -126,8 +126,9 @@ static int hold(void *arg)
 	/* a hang-catcher, as the main thread releases it at once; but at
 	 * 64 vCPUs on 2 host CPUs the main thread came after 50 ms, the hold
 	 * had ended, and try_cpus_busy's try found nothing running (0, not
-	 * -EAGAIN): as long as the host may leave a vCPU unrun */
-	return t_spin_until(&release_, 50 * MS * t_slow() * t_load())
+	 * -EAGAIN): as long as the host may leave a vCPU unrun (the
+	 * knob, applied by t_spin_until()) */
+	return t_spin_until(&release_, 50 * MS)
 		       ? 7
 		       : -ETIMEDOUT;
 }
@@ -442,7 +443,7 @@ static int all_arrive(void *arg)
 	int n = *(int *)arg, cpu = sched_getcpu();
 	/* a hang-catcher: at 64 vCPUs on 2 host CPUs one such call took
 	 * 11 s alone, flat or tree, and past 16 s after other tests */
-	uint64_t end = t_now() + 200 * MS * t_slow() * t_load();
+	uint64_t end = t_now() + t_bound(200 * MS);
 
 	if (cpu >= 0 && cpu < CPU_SETSIZE)
 		atomic_store(&arrived_on[cpu], 1);
@@ -473,8 +474,9 @@ static int arrive_all(const cpu_set_t *all, int n)
 	static cpu_set_t set;
 	int cpu, k = 0;
 
-	if (t_load() > 8)
-		n = n * 8 / (int)t_load();
+	/* a guest past 8 vCPUs per host CPU (its knob past 10) */
+	if (t_slow() > 10)
+		n = n * 10 / (int)t_slow();
 	CPU_ZERO(&set);
 	for (cpu = 0; cpu < CPU_SETSIZE && k < n; cpu++)
 		if (CPU_ISSET(cpu, all)) {
@@ -521,7 +523,7 @@ static void wake_tree_every_fanout(void **state)
 		cpuhog_shutdown();
 		cpuhog_attr_init(&a);
 		a.wake_fanout = fanouts[f];
-		a.stop_timeout_ns = 1000 * MS * t_load();
+		a.stop_timeout_ns = t_bound(1000 * MS);
 		assert_int_equal(cpuhog_init(&a), 0);
 		n = t_hog_cpus(&set);
 		for (i = 0; i < 50; i++) {
@@ -593,7 +595,7 @@ static void wake_tree_busy_parents(void **state)
 		assert_int_equal(pthread_create(&busy[i], NULL, keep_hogs_busy,
 						(void *)(uintptr_t)(i + 1)),
 				 0);
-	for (end = t_now() + 1000 * MS * t_slow(); t_now() < end; calls++)
+	for (end = t_now() + 1000 * MS; t_now() < end; calls++)
 		assert_int_equal(hog_cpus(sizeof(set), &set, count_here, NULL),
 				 0);
 	atomic_store(&busy_stop, 1);

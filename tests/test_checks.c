@@ -56,7 +56,7 @@ static int run_capturing(void (*body)(void), char *out, size_t size)
 	if (pid == 0) {
 		fd = open(io.path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		dup2(fd, 2);
-		alarm(20 * t_many()); /* x4 at 64 vCPUs on 2 host CPUs */
+		t_alarm(20);
 		io.body();
 		_exit(0);
 	}
@@ -283,16 +283,18 @@ static void overrun_once(void)
 	_exit(in.overran != 1 ? 5 : in.slept != 0 ? 6 : 0);
 }
 
-/* Three tries where the spinning callback was seen to sleep (exit 6):
- * under qemu-user the emulator's own locks (its translation of code
- * that another thread runs) can block the thread inside a callback that
- * never blocks on hardware, once in many runs (seen in a fresh-clone CI
- * run of make check-arm64).  A check that always counts a spin as a
- * sleep still fails. */
+/* Under qemu-user three tries where the spinning callback was seen to
+ * sleep (exit 6): the emulator's own locks (its translation of code that
+ * another thread runs) can block the thread inside a callback that never
+ * blocks on hardware, once in many runs (seen in a fresh-clone CI run of
+ * make check-arm64): a true sleep there.  On hardware a spin counted as a
+ * sleep is the check's defect, judged at the first run (it had three
+ * tries everywhere). */
 static void overrun_is_reported(void **state)
 {
 	char out[4096];
-	int status = run_retrying(overrun_once, out, sizeof(out), 3, 6,
+	int status = run_retrying(overrun_once, out, sizeof(out),
+				  t_qemu_user() ? 3 : 1, 6,
 				  "the spinning callback was seen to sleep "
 				  "(an emulator's lock?)");
 
@@ -569,8 +571,8 @@ static void preempted_calls(void)
 	unsigned int cpu = t_nth_cpu(1);
 	char comm[32];
 	pthread_t t;
-	long p0, p1;
-	uint64_t s0;
+	long p0, p1 = 0;
+	uint64_t s0, end;
 	int i;
 
 	for (i = 0; i < 8; i++) /* past the hog's warm-up (switches.c) */
@@ -582,15 +584,32 @@ static void preempted_calls(void)
 	p0 = preemptions_of(comm);
 	s0 = slept_now();
 	pthread_create(&t, NULL, competitor, (void *)(uintptr_t)cpu);
-	for (i = 0; i < 40; i++)
+	/* 40 callbacks, then more until the hog was preempted 3 times:
+	 * a competitor of the same weight on its CPU preempts it within a
+	 * few ticks, so 2 s (the knob's) without is a hang-catcher's
+	 * verdict, not a busy machine's skip (CPU-bound jobs beside it
+	 * preempt the hog more, not less) */
+	end = t_now() + t_bound(2000 * MS);
+	for (i = 0; i < 40 || (p1 = preemptions_of(comm)) - p0 < 3; i++) {
 		if (hog_one_cpu(cpu, spin_4ms, NULL) != 0)
 			_exit(3);
+		if (i >= 40 && t_now() > end)
+			break;
+	}
 	atomic_store(&compete_stop, 1);
 	pthread_join(t, NULL);
 	p1 = preemptions_of(comm);
-	if (p0 < 0 || p1 - p0 < 3)
-		_exit(7); /* hardly preempted: nothing shown */
-	_exit(slept_now() == s0 ? 0 : 5);
+	if (slept_now() != s0)
+		_exit(5);
+	if (p0 < 0)
+		_exit(8); /* no count of the hog's preemptions to read */
+	if (p1 - p0 < 3) {
+		fprintf(stderr, "the hog was preempted %ld times in %d "
+			"callbacks\n",
+		       p0 < 0 ? -1 : p1 - p0, i);
+		_exit(7);
+	}
+	_exit(0);
 }
 
 /*
@@ -612,8 +631,8 @@ static void nort_preempted_is_not_asleep(void **state)
 		       "(this runs under tests/nort.sh)");
 	status = run_capturing(preempted_calls, out, sizeof(out));
 	assert_true(WIFEXITED(status));
-	if (WEXITSTATUS(status) == 7)
-		t_skip("the callbacks were hardly preempted (a busy machine?)");
+	if (WEXITSTATUS(status) == 8)
+		t_skip("/proc shows no count of the hog's preemptions here");
 	if (WEXITSTATUS(status) != 0)
 		print_message("%s\n", out);
 	assert_int_equal(WEXITSTATUS(status), 0);

@@ -8,6 +8,7 @@
  */
 #include "harness.h"
 #include "hotplug.h"
+#include "../src/outcome.h" /* a stop's own outcome: internal */
 
 #include <pthread.h>
 #include <sys/mman.h>
@@ -68,7 +69,12 @@ static void *spin_main(void *arg)
  * 1a. The caller is starved past the deadline, and by the time it runs
  * every hog has left: the stop was abandoned by a hog.  It returned 0
  * with fn run nowhere, because the caller looked only at the count of
- * finished works.
+ * finished works.  Either result is judged: 0 (the held CPU came back
+ * within stop_timeout_ns of the other hogs' last step, which moves the
+ * deadline on) must have run fn once and be counted a stop; -ETIMEDOUT
+ * must have run it nowhere and be counted a timeout.  (A 0 was a skip:
+ * the very defect, a 0 with fn run nowhere, passed if the invariant's
+ * check were ever loosened.)
  */
 static void stop_abandoned_while_caller_starved(void **state)
 {
@@ -93,14 +99,15 @@ static void stop_abandoned_while_caller_starved(void **state)
 	r = stop_machine(t_count_run, &runs, 0, NULL);
 	pthread_join(starver.th, NULL);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
+	print_message("stop_machine with the caller starved: %d, fn ran %d "
+		      "times\n", r, atomic_load(&runs.total));
+	if (!t_runs_ok(&runs, r, NULL))
+		t_runs_print("stop_machine", &runs, r);
 	assert_true(t_runs_ok(&runs, r, NULL));
-	if (r == 0) /* the deadline moves on with each hog's step */
-		t_skip("the held CPU came back within stop_timeout_ns of the "
-		       "other hogs' last step (they came slowly)");
-	assert_int_equal(r, -ETIMEDOUT);
+	assert_true(r == 0 || r == -ETIMEDOUT);
 	assert_int_equal(cpuhog_get_info(&in), 0);
-	assert_int_equal(in.stops, 0);
-	assert_int_equal(in.stop_timeouts, 1);
+	assert_int_equal(in.stops, r == 0 ? 1 : 0);
+	assert_int_equal(in.stop_timeouts, r == 0 ? 0 : 1);
 	munmap(h, sizeof(*h));
 	cpuhog_shutdown();
 }
@@ -114,7 +121,7 @@ static void stop_abandoned_while_caller_starved(void **state)
  * Each victim in turn: held 30 ms, stops back to back meanwhile and
  * after; each is judged by the invariant, and every success counted.
  * In a guest whose vCPUs share fewer host CPUs, a stop that nothing
- * holds takes longer: the timeout and the hold scale by t_load().
+ * holds takes longer: the timeout and the hold scale by the knob.
  */
 static void stale_hog_after_abandoned_stop(void **state)
 {
@@ -123,7 +130,7 @@ static void stale_hog_after_abandoned_stop(void **state)
 	unsigned int mine;
 	long bad = 0, ok = 0, timedout = 0;
 	int n = t_hog_cpus(&set), v, r;
-	unsigned int load = t_load();
+	unsigned int load = (unsigned int)t_bound(1); /* the knob */
 
 	(void)state;
 	if (n < 3)
@@ -170,8 +177,9 @@ static void stale_hog_after_abandoned_stop(void **state)
 	assert_int_equal(bad, 0);
 	assert_int_equal((long)in.stops, ok);
 	assert_int_equal((long)in.stop_timeouts, timedout);
-	if (timedout == 0)
-		t_skip("no stop timed out: the held CPU never delayed one");
+	if (timedout == 0) /* judged all the same: each stop, and the counts */
+		print_message("note: no stop timed out (the held CPU never "
+			      "delayed one)\n");
 	cpuhog_shutdown();
 }
 
@@ -277,12 +285,15 @@ static void hold_survives_long_fn(void **state)
 	pthread_attr_t pa;
 	unsigned int mine, other;
 	unsigned long before;
+	uint64_t t0;
 	pthread_t th;
 	cpu_set_t one;
 	int i, moved = 0, runs, timedout = 0;
 
 	(void)state;
 	need_two_rt(&mine, &other);
+	if (t_hold_unjudgeable())
+		t_skip(t_hold_unjudgeable());
 	/* fn's 5 ms took 160 ms at 64 vCPUs (its vCPU not run by the
 	 * host), past overrun_ns, and the stop released the hold as
 	 * documented: the bound scales with the guest's sharing */
@@ -297,41 +308,54 @@ static void hold_survives_long_fn(void **state)
 					(void *)(uintptr_t)other),
 			 0);
 	pthread_attr_destroy(&pa);
+	/* the probe runs at the hogs' own real-time priority: nothing
+	 * ordinary keeps it off its CPU, so a wait for it is a
+	 * hang-catcher (it skipped after 20 ms) */
 	before = atomic_load(&probe_wakes);
-	t_sleep_ms(20);
-	if (atomic_load(&probe_wakes) == before) {
-		atomic_store(&probe_stop, 1);
-		pthread_join(th, NULL);
-		t_skip("the probe did not run before the stops");
-	}
+	for (t0 = t_now(); atomic_load(&probe_wakes) == before &&
+			   t_now() - t0 < t_bound(2000 * MS);)
+		t_sleep_ms(1);
+	assert_true(atomic_load(&probe_wakes) != before);
 	CPU_ZERO(&one);
 	CPU_SET(mine, &one);
 	/* fn returns how often the probe woke; a stop that timed out ran
 	 * fn nowhere and says nothing about the hold (it was counted into
-	 * the wake-ups once: "probe woke -440 times"): retried, and on a
-	 * live machine none may time out */
+	 * the wake-ups once: "probe woke -440 times"); nor does one whose
+	 * own outcome says its hold was released (fn past overrun_ns, as
+	 * documented), nor one during which the kernel preempted a hog (RT
+	 * throttling).  Such stops are stopped again, up to 50 in all, five
+	 * of which must say something.  (The release was read from the
+	 * process's holds_released counter, which any stop moves.) */
 	for (i = 0, runs = 0; runs < 5 && i < 50; i++) {
 		unsigned long pre = t_hogs_preempted();
-		uint64_t released = t_holds_released();
-		int r = stop_machine(spin_5ms_watching, NULL, sizeof(one), &one);
+		struct stop_outcome o;
+		int r = cpuhog_i_stop_outcome(spin_5ms_watching, NULL,
+					      sizeof(one), &one, false, 0, 0,
+					      &o);
 
 		if (r == -ETIMEDOUT) {
 			timedout++;
 			continue;
 		}
 		assert_true(r >= 0);
-		if (r > 0 && !t_hold_stood(pre, released, r))
+		if (r > 0 && (o.released || t_hogs_preempted() != pre)) {
+			print_message("the hold was broken during the stop "
+				      "(released %u, hogs preempted +%lu): "
+				      "the probe moved %d; again\n",
+				      o.released, t_hogs_preempted() - pre, r);
 			continue;
+		}
 		moved += r;
 		runs++;
 	}
 	atomic_store(&probe_stop, 1);
 	pthread_join(th, NULL);
-	print_message("probe woke %d times during %d ms of fn (%d stops "
-		      "timed out)\n", moved, 5 * runs, timedout);
+	/* a stop that timed out ran fn nowhere (judged: r < 0, nothing
+	 * counted) and says nothing of the hold: how many did is a figure;
+	 * five must have run */
+	print_message("probe woke %d times during %d ms of fn (figure: %d "
+		      "stops timed out)\n", moved, 5 * runs, timedout);
 	assert_int_equal(runs, 5);
-	if (!getenv("CPUHOG_GUEST"))
-		assert_int_equal(timedout, 0);
 	assert_int_equal(moved, 0);
 }
 
@@ -342,7 +366,7 @@ static void hold_survives_long_fn(void **state)
  */
 static void sigchld_not_stolen(void **state)
 {
-	uint64_t end = t_now() + 2000 * MS;
+	uint64_t end = t_now() + t_bound(5000 * MS);
 	struct timespec ts = { 2, 0 };
 	sigset_t chld, pend;
 	siginfo_t si;
@@ -363,8 +387,9 @@ static void sigchld_not_stolen(void **state)
 		t_sleep_ms(1);
 		sigpending(&pend);
 	} while (!sigismember(&pend, SIGCHLD) && t_now() < end);
-	if (!sigismember(&pend, SIGCHLD))
-		t_skip("SIGCHLD never became pending");
+	/* a child that exited is reaped by the kernel's signal at once:
+	 * 5 s (the knob's) without it is a hang, not a busy machine */
+	assert_true(sigismember(&pend, SIGCHLD));
 	for (i = 0; i < 4; i++)
 		assert_int_equal(hog_one_cpu(t_nth_cpu(i), nothing, NULL), 0);
 	memset(&si, 0, sizeof(si));
@@ -557,7 +582,7 @@ static void fn_blocked_hold_is_bounded(void **state)
 	assert_int_equal(cpuhog_get_info(&in), 0);
 	assert_true(in.holds_released >= 1);
 	/* generous: the bound is 20 ms (617 ms at 64 vCPUs on 2 host CPUs) */
-	assert_true(dt < 500 * MS * t_slow());
+	assert_true(dt < t_bound(500 * MS));
 	cpuhog_shutdown();
 }
 
@@ -580,13 +605,20 @@ static int until_released(void *arg)
 	return 9;
 }
 
+/*
+ * The child's copy of the buffer is what it was at the fork: a work that
+ * had finished keeps its result (9), one still queued or running is the
+ * parent's, and the child's wait refuses it (-ENOENT) and leaves it done.
+ * Both are judged (a work that finished before a slow fork was a skip).
+ * Exits 0 or 5 (judged, finished before the fork), 4 (wrong).
+ */
 static void child_waits(void *arg)
 {
 	int r;
 
 	(void)arg;
 	if (hog_work_done(&parent_work) && hog_work_wait(&parent_work) == 9)
-		_exit(5); /* it finished before the fork: nothing to test */
+		_exit(5);
 	r = hog_work_wait(&parent_work);
 	_exit(r == -ENOENT && hog_work_done(&parent_work) ? 0 : 4);
 }
@@ -605,8 +637,11 @@ static void work_buffers_across_fork(void **state)
 	atomic_store(&release_work, 1);
 	assert_int_equal(hog_work_wait(&parent_work), 9);
 	assert_true(WIFEXITED(status));
-	if (WEXITSTATUS(status) == 5)
-		t_skip("the work finished before the fork (slow fork)");
+	if (WEXITSTATUS(status) == 5) {
+		print_message("note: the work finished before the fork: the "
+			      "child saw its result\n");
+		return;
+	}
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 

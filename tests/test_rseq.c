@@ -159,10 +159,13 @@ static void fence_drains_exactly_once(void **state)
 	need_rseq();
 	cpu = other_cpu();
 	assert_int_equal(
-		push_and_drain(cpu, true, 300 * t_slow(), &aborts, &drains), 0);
-	if (aborts == 0)
-		t_skip("no drain preempted a push mid-section: the fence was "
-		       "not exercised (the count above was still exact)");
+		push_and_drain(cpu, true, 300, &aborts, &drains), 0);
+	/* the count is the verdict, exercised or not; how often a drain
+	 * cut a section is a figure (it skipped at 0, and a busy machine
+	 * made every run judge nothing) */
+	print_message("figure: %ld sections restarted by %ld drains%s\n",
+		      aborts, drains,
+		      aborts ? "" : " (the fence was not exercised)");
 }
 
 /*
@@ -195,7 +198,7 @@ static void moved_pushes_restart(void **state)
 	}
 	for (int j = 0; j < 2; j++)
 		d[j] = (struct drained){cpu[j], 0, 0};
-	end = t_now() + 300 * t_slow() * MS;
+	end = t_now() + 300 * MS;
 	for (moves = 0; t_now() < end; moves++) {
 		for (int i = 0; i < PUSHERS; i++) {
 			cpu_set_t one;
@@ -232,14 +235,15 @@ static void without_rseq_a_drain_cuts_pushes(void **state)
 	if (T_TSAN)
 		t_skip("the plain push races on purpose");
 	cpu = other_cpu();
+	/* the control: it shows that the count can catch a fence that does
+	 * not hold, a figure of this run, not a verdict of the library (it
+	 * calls no fence); 5 rounds of 200 ms, each judged the same way */
 	for (int i = 0; i < 5 && !wrong; i++)
-		wrong = push_and_drain(cpu, false, 200 * t_slow(), &aborts,
-				       &drains);
-	if (!wrong)
-		t_skip("no drain landed inside a plain push in 5 tries");
-	print_message("without rseq, %ld items were counted wrong: the "
-		      "check catches a fence that does not hold\n",
-		      wrong);
+		wrong = push_and_drain(cpu, false, 200, &aborts, &drains);
+	print_message("figure: without rseq, %ld items were counted wrong%s\n",
+		      wrong, wrong ? ": the check catches a fence that does "
+				     "not hold"
+				   : " (no drain landed inside a plain push)");
 }
 
 T_MAIN(((const struct CMUnitTest[]){
