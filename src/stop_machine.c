@@ -234,6 +234,13 @@ static bool overran(struct stop_state *st, uint32_t gen, uint64_t now)
 	       release_hold(st, gen, STOP_OVERRUN);
 }
 
+/* A report's time (stop_machine_report()): the first one stands. */
+static void stamp(_Atomic uint64_t *at, uint64_t t)
+{
+	if (!RELAXED(at))
+		SET(at, t);
+}
+
 /* Wait while call @gen is in phase @ph, doing at each event what
  * rules[@ph] says; returns the word that ended the wait. */
 static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
@@ -265,6 +272,8 @@ static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
 		if (a == A_TIMEDOUT || a == A_NOCPU)
 			abandon(st, gen, a == A_TIMEDOUT ? PH_TIMEDOUT : PH_NOCPU);
 		asleep = a == A_SLEEP;
+		if (asleep && RELAXED(&st->timing)) /* the hold ends here */
+			stamp(&h->t_released, t);
 		if (rules[ph].sleeps && t >= spin_end) /* a look later while
 						   the caller still wakes */
 			sleep_on_word(st, v,
@@ -326,11 +335,16 @@ static int stop_cpu(void *arg)
 			abandon(st, gen, PH_NOCPU);
 			break;
 		}
+		if (RELAXED(&st->timing) && (ph == PH_PREPARE || ph == PH_HOLD))
+			stamp(ph == PH_PREPARE ? &h->t_arrived : &h->t_held,
+			      now_ns());
 		if (ph == PH_RUN && on_own_cpu(h))
 			call_fn(st, h, gen);
 		ack(st, gen, ph);
 		v = await(st, h, gen, ph);
 	}
+	if (ph && RELAXED(&st->timing))
+		stamp(&h->t_released, now_ns());
 	serialize_core(); /* code fn rewrote is safe to run from here on */
 	return 0;
 }
@@ -456,22 +470,29 @@ static unsigned int pick(struct ctx *c, size_t setsize, const cpu_set_t *cpus,
 }
 
 /* A stop (@two: of @cpu1 and @cpu2), begun again while a CPU went away
- * before fn ran. */
-int cpuhog_i_stop_outcome(cpuhog_fn_t fn, void *data, size_t setsize,
-			  const cpu_set_t *cpus, bool two, unsigned int cpu1,
-			  unsigned int cpu2, struct stop_outcome *o)
+ * before fn ran; reported into @rep where it is not NULL. */
+int cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
+			 const cpu_set_t *cpus, bool two, unsigned int cpu1,
+			 unsigned int cpu2, struct stop_outcome *o,
+			 struct cpuhog_report *rep)
 {
 	unsigned int n;
 	struct ctx *c;
 	int r = 0;
 
 	memset(o, 0, sizeof(*o));
+	if (rep) {
+		o->rep = rep;
+		o->t0 = now_ns();
+		if (stop_report_begin(rep) < 0)
+			return o->ret = -EINVAL;
+	}
 	if (!fn || (two && cpu1 == cpu2))
-		return o->ret = -EINVAL;
+		return stop_report_end(NULL, o, o->ret = -EINVAL);
 	if (cpuhog_self)
-		return o->ret = -EDEADLK;
+		return stop_report_end(NULL, o, o->ret = -EDEADLK);
 	if (!(c = call_enter(&r)))
-		return o->ret = r;
+		return stop_report_end(NULL, o, o->ret = r);
 	multi_lock(c, false);
 	/* the CPUs, then the promise (a thread of ours on a CPU that has
 	 * no hog: stop_machine() cannot hold it), then the lock, whose
@@ -497,13 +518,30 @@ int cpuhog_i_stop_outcome(cpuhog_fn_t fn, void *data, size_t setsize,
 			c->reach_fresh = false;
 			n = pick(c, setsize, cpus, two, cpu1, cpu2);
 		}
+		if (o->rep && n)
+			stop_report_arm(c, n, true);
 		r = n ? stop_once(c, n, !cpus && !two, o) : -ENOENT;
+		if (o->rep && n)
+			stop_report_try(c, n, o);
 	}
 	if (o->serialized)
 		stop_unlock();
+	o->ret = r == -EAGAIN ? -ENOENT : r;
+	if (o->rep) { /* the CPUs are let go: now /proc, where it failed */
+		stop_report_end(c, o, o->ret);
+		stop_report_arm(c, 0, false);
+	}
 	multi_unlock(c);
 	call_leave();
-	return o->ret = r == -EAGAIN ? -ENOENT : r;
+	return o->ret;
+}
+
+int cpuhog_i_stop_outcome(cpuhog_fn_t fn, void *data, size_t setsize,
+			  const cpu_set_t *cpus, bool two, unsigned int cpu1,
+			  unsigned int cpu2, struct stop_outcome *o)
+{
+	return cpuhog_i_stop_report(fn, data, setsize, cpus, two, cpu1, cpu2,
+				    o, NULL);
 }
 
 int stop_machine(cpuhog_fn_t fn, void *data, size_t setsize,
@@ -520,4 +558,22 @@ int stop_two_cpus(unsigned int cpu1, unsigned int cpu2, cpuhog_fn_t fn,
 	struct stop_outcome o;
 
 	return cpuhog_i_stop_outcome(fn, arg, 0, NULL, true, cpu1, cpu2, &o);
+}
+
+int stop_machine_report(cpuhog_fn_t fn, void *data, size_t setsize,
+			const cpu_set_t *cpus, struct cpuhog_report *rep)
+{
+	struct stop_outcome o;
+
+	return cpuhog_i_stop_report(fn, data, setsize, cpus, false, 0, 0, &o,
+				    rep);
+}
+
+int stop_two_cpus_report(unsigned int cpu1, unsigned int cpu2, cpuhog_fn_t fn,
+			 void *arg, struct cpuhog_report *rep)
+{
+	struct stop_outcome o;
+
+	return cpuhog_i_stop_report(fn, arg, 0, NULL, true, cpu1, cpu2, &o,
+				    rep);
 }
