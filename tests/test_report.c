@@ -192,25 +192,18 @@ static void report_never_allocates(void **state)
 }
 
 /* ---- a stop that times out against another process's FIFO 99 ---- */
-static void report_names_the_holder(void **state)
+/* One try: true if the report named the holder.  On a machine shared
+ * with other tests, another process's hog (at 99 too) may run on the
+ * CPU in the 2 ms the library watches it: then false, to try again. */
+static bool names_holder_once(unsigned int victim, unsigned int mine)
 {
-	unsigned int victim = t_nth_cpu(1), mine = t_nth_cpu(0), i;
 	struct cpuhog_report_cpu *miss = NULL;
 	struct cpuhog_report rep;
-	struct cpuhog_attr a;
 	struct t_held *h;
+	unsigned int i;
 	int status, r;
 	pid_t pid;
 
-	(void)state;
-	if (victim == mine || !t_can_rt())
-		t_skip("needs two hogged CPUs and SCHED_FIFO");
-	cpuhog_shutdown();
-	cpuhog_attr_init(&a);
-	a.stop_timeout_ns = 15 * MS;
-	assert_int_equal(cpuhog_init(&a), 0);
-	t_pin(mine);
-	spin_ns = 0;
 	atomic_store(&runs, 0);
 	h = t_hold_cpu(victim, 80 * t_slow() * t_many(), &pid);
 	report_init(&rep);
@@ -235,16 +228,43 @@ static void report_names_the_holder(void **state)
 	assert_non_null(miss);
 	assert_true(miss->flags & CPUHOG_RC_MISSING);
 	assert_int_equal(miss->arrived_ns, 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	print_message("CPU %u: pid %d tid %d (%s) policy %d priority %d, "
+		      "%u runnable; the holder is %d\n",
+		      miss->cpu, (int)miss->pid, (int)miss->tid, miss->comm,
+		      miss->policy, miss->priority, miss->nr_running, (int)pid);
+	if (miss->pid != pid) {
+		/* only another process's hog may stand in for the holder */
+		assert_int_equal(strncmp(miss->comm, "cpuhog/", 7), 0);
+		return false;
+	}
 	/* the holder, by /proc: its pid, FIFO 99 */
-	print_message("CPU %u: pid %d tid %d %s policy %d prio %d, %u running\n", miss->cpu, (int)miss->pid, (int)miss->tid, miss->comm, miss->policy, miss->priority, miss->nr_running);
-	assert_int_equal(miss->pid, pid);
 	assert_int_equal(miss->tid, pid);
 	assert_int_equal(miss->policy, SCHED_FIFO);
 	assert_int_equal(miss->priority, 99);
 	assert_true(miss->nr_running >= 1);
 	assert_true(miss->comm[0] != 0);
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	return true;
+}
+
+static void report_names_the_holder(void **state)
+{
+	unsigned int victim = t_nth_cpu(1), mine = t_nth_cpu(0), tries;
+	struct cpuhog_attr a;
+
+	(void)state;
+	if (victim == mine || !t_can_rt())
+		t_skip("needs two hogged CPUs and SCHED_FIFO");
+	cpuhog_shutdown();
+	cpuhog_attr_init(&a);
+	a.stop_timeout_ns = 15 * MS;
+	assert_int_equal(cpuhog_init(&a), 0);
+	t_pin(mine);
+	spin_ns = 0;
+	for (tries = 0; tries < 3 && !names_holder_once(victim, mine); tries++)
+		t_sleep_ms(50);
+	assert_true(tries < 3);
 	cpuhog_shutdown();
 }
 
