@@ -10,6 +10,7 @@
  * caller makes at most wake_fanout wakes (wake.c) and one sleep.
  */
 #include "internal.h"
+#include "probes.h"
 
 #include <errno.h>
 #include <linux/membarrier.h>
@@ -159,7 +160,7 @@ static int sync_pass(struct ctx *c)
 	return r;
 }
 
-int hog_synchronize(void)
+static int synchronize(void)
 {
 	struct ctx *c;
 	uint64_t want;
@@ -284,7 +285,17 @@ static int do_migrate(struct ctx *c, struct migration *m, unsigned int cpu)
 	return r == 1 ? migrate_cpu(m) : r;
 }
 
-int hog_migrate(pid_t tid, unsigned int cpu)
+int hog_synchronize(void)
+{
+	int r;
+
+	PROBE0(hog_synchronize_entry);
+	r = synchronize();
+	PROBE1(hog_synchronize_return, r);
+	return r;
+}
+
+static int migrate(pid_t tid, unsigned int cpu)
 {
 	struct migration m;
 	struct ctx *c;
@@ -314,5 +325,15 @@ int hog_migrate(pid_t tid, unsigned int cpu)
 		r = do_migrate(c, &m, cpu);
 	CPU_FREE(m.set);
 	call_leave();
+	return r;
+}
+
+int hog_migrate(pid_t tid, unsigned int cpu)
+{
+	int r;
+
+	PROBE2(hog_migrate_entry, tid, cpu);
+	r = migrate(tid, cpu);
+	PROBE1(hog_migrate_return, r);
 	return r;
 }

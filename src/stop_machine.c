@@ -48,6 +48,7 @@
  * LOOK_NS, made by whichever hog claims the look.
  */
 #include "internal.h"
+#include "probes.h"
 #include "outcome.h"
 
 #include <errno.h>
@@ -108,6 +109,7 @@ static bool transition(struct stop_state *st, uint64_t *v, uint64_t nv)
 		return false;
 	if (PHASE(*v) == PHASE(nv))
 		return true; /* a count: nobody sleeps on those */
+	PROBE2(stop_phase, GEN(nv), PHASE(nv));
 	atomic_fetch_add(&st->wake, 1);
 	if (atomic_load(&st->sleepers))
 		futex_wake(&st->wake, INT_MAX);
@@ -183,11 +185,13 @@ static bool release_hold(struct stop_state *st, uint32_t gen, unsigned int why)
 	uint32_t r = RELAXED(&st->released);
 
 	SET(&st->release_why, why);
-	while ((int32_t)(gen - r) > 0 &&
-	       !atomic_compare_exchange_weak_explicit(&st->released, &r, gen,
-						      memory_order_relaxed,
-						      memory_order_relaxed))
-		;
+	while ((int32_t)(gen - r) > 0)
+		if (atomic_compare_exchange_weak_explicit(&st->released, &r, gen,
+							  memory_order_relaxed,
+							  memory_order_relaxed)) {
+			PROBE2(stop_released, gen, why);
+			break;
+		}
 	return true;
 }
 
@@ -302,7 +306,9 @@ static void call_fn(struct stop_state *st, struct hog *h, uint32_t gen)
 		check_begin(h, &ck);
 	if (!on_own_cpu(h))
 		return;
+	PROBE3(stop_fn_start, h->cpu, st->fn, gen);
 	r = st->fn(st->data);
+	PROBE3(stop_fn_end, h->cpu, st->fn, r);
 	if (check)
 		check_end(h, st->fn, &ck);
 	if (!on_own_cpu(h))
@@ -544,36 +550,41 @@ int cpuhog_i_stop_outcome(cpuhog_fn_t fn, void *data, size_t setsize,
 				    o, NULL);
 }
 
+/* The four calls, between two probes (@two: stop_two_cpus). */
+static int stop_probed(cpuhog_fn_t fn, void *data, size_t setsize,
+		       const cpu_set_t *cpus, bool two, unsigned int cpu1,
+		       unsigned int cpu2, struct cpuhog_report *rep)
+{
+	struct stop_outcome o;
+	int r;
+
+	PROBE3(stop_entry, fn, two, rep != NULL);
+	r = cpuhog_i_stop_report(fn, data, setsize, cpus, two, cpu1, cpu2, &o,
+				 rep);
+	PROBE3(stop_return, r, o.tries, o.released);
+	return r;
+}
+
 int stop_machine(cpuhog_fn_t fn, void *data, size_t setsize,
 		 const cpu_set_t *cpus)
 {
-	struct stop_outcome o;
-
-	return cpuhog_i_stop_outcome(fn, data, setsize, cpus, false, 0, 0, &o);
+	return stop_probed(fn, data, setsize, cpus, false, 0, 0, NULL);
 }
 
 int stop_two_cpus(unsigned int cpu1, unsigned int cpu2, cpuhog_fn_t fn,
 		  void *arg)
 {
-	struct stop_outcome o;
-
-	return cpuhog_i_stop_outcome(fn, arg, 0, NULL, true, cpu1, cpu2, &o);
+	return stop_probed(fn, arg, 0, NULL, true, cpu1, cpu2, NULL);
 }
 
 int stop_machine_report(cpuhog_fn_t fn, void *data, size_t setsize,
 			const cpu_set_t *cpus, struct cpuhog_report *rep)
 {
-	struct stop_outcome o;
-
-	return cpuhog_i_stop_report(fn, data, setsize, cpus, false, 0, 0, &o,
-				    rep);
+	return stop_probed(fn, data, setsize, cpus, false, 0, 0, rep);
 }
 
 int stop_two_cpus_report(unsigned int cpu1, unsigned int cpu2, cpuhog_fn_t fn,
 			 void *arg, struct cpuhog_report *rep)
 {
-	struct stop_outcome o;
-
-	return cpuhog_i_stop_report(fn, arg, 0, NULL, true, cpu1, cpu2, &o,
-				    rep);
+	return stop_probed(fn, arg, 0, NULL, true, cpu1, cpu2, rep);
 }
