@@ -160,17 +160,24 @@ static int sync_pass(struct ctx *c)
 	return r;
 }
 
-static int synchronize(void)
+/* (the probes in line: a static function with the fences in it is what
+ * GCC's TSan warns about, -Wtsan) */
+int hog_synchronize(void)
 {
 	struct ctx *c;
 	uint64_t want;
 	int r;
 
-	if (cpuhog_self)
+	PROBE0(hog_synchronize_entry);
+	if (cpuhog_self) {
+		PROBE1(hog_synchronize_return, -EDEADLK);
 		return -EDEADLK;
+	}
 	c = call_enter(&r);
-	if (!c)
+	if (!c) {
+		PROBE1(hog_synchronize_return, r);
 		return r;
+	}
 	r = 0;
 	/* our accesses before the call, before the snapshot's load */
 	atomic_thread_fence(memory_order_seq_cst);
@@ -185,6 +192,7 @@ static int synchronize(void)
 	atomic_thread_fence(memory_order_seq_cst);
 	multi_unlock(c);
 	call_leave();
+	PROBE1(hog_synchronize_return, r);
 	return r;
 }
 
@@ -283,16 +291,6 @@ static int do_migrate(struct ctx *c, struct migration *m, unsigned int cpu)
 	queue_work(h, &w);
 	r = work_wait(&w, false, 0);
 	return r == 1 ? migrate_cpu(m) : r;
-}
-
-int hog_synchronize(void)
-{
-	int r;
-
-	PROBE0(hog_synchronize_entry);
-	r = synchronize();
-	PROBE1(hog_synchronize_return, r);
-	return r;
 }
 
 static int migrate(pid_t tid, unsigned int cpu)
