@@ -487,6 +487,120 @@ CPUHOG_API int stop_two_cpus(unsigned int cpu1, unsigned int cpu2,
 			     cpuhog_fn_t fn, void *arg);
 
 /*
+ * A stop's report, asked for by stop_machine_report() and
+ * stop_two_cpus_report(): who came, when, what held the stop up.  Call
+ * cpuhog_report_init() first, then point @cpu at an array of your own
+ * for the per-CPU part (NULL: none); the structure may grow in later
+ * versions (the size field tells the library which version the caller
+ * was built against).  Times are nanoseconds of CLOCK_MONOTONIC from the
+ * call's start; 0 means "never".  Filling it allocates nothing unless the
+ * stop failed (then /proc is read, see below).
+ */
+enum {
+	/* cpuhog_report.ended: how the (last) rendezvous ended */
+	CPUHOG_END_NONE = 0,  /* none began (a bad argument, -EPERM...) */
+	CPUHOG_END_RAN,	      /* every CPU was held and fn ran */
+	CPUHOG_END_TIMEDOUT,  /* a CPU never came: -ETIMEDOUT */
+	CPUHOG_END_NOCPU,     /* a CPU went away before fn: -ENOENT */
+	CPUHOG_END_LOCKED_OUT, /* another process's stop kept the lock */
+};
+enum {
+	/* cpuhog_report.released: why the hold ended before fn returned */
+	CPUHOG_RELEASED_NONE = 0, /* it stood until fn returned */
+	CPUHOG_RELEASED_LOST,	  /* a held CPU went away while fn ran */
+	CPUHOG_RELEASED_OVERRUN,  /* fn ran past cpuhog_attr.overrun_ns */
+};
+/* cpuhog_report_cpu.flags */
+enum {
+	CPUHOG_RC_ARRIVED = 1u << 0, /* its hog came to the rendezvous */
+	CPUHOG_RC_HELD = 1u << 1,    /* and was held with all the others */
+	CPUHOG_RC_RAN = 1u << 2,     /* fn ran there */
+	CPUHOG_RC_MISSING = 1u << 3, /* its hog never came: see pid... */
+};
+
+/* One CPU of the stop's last rendezvous. */
+struct cpuhog_report_cpu {
+	unsigned int cpu;
+	unsigned int flags;   /* CPUHOG_RC_* */
+	uint64_t arrived_ns;  /* its hog arrived on its CPU */
+	uint64_t held_ns;     /* its hog saw every CPU arrived */
+	uint64_t released_ns; /* its hog stopped holding (left, or slept) */
+	/* CPUHOG_RC_MISSING: the task found running there: of the
+	 * runnable tasks last on this CPU (/proc/PID/task/TID/stat, hogs
+	 * of ours aside), the one that ran in the next 2 ms (schedstat),
+	 * the highest priority breaking a tie; pid 0: none found.  A
+	 * snapshot, taken after the stop gave up: the holder may have
+	 * moved or gone. */
+	pid_t pid, tid;
+	int policy;   /* SCHED_FIFO, SCHED_RR, SCHED_OTHER... */
+	int priority; /* rt_priority (0 for SCHED_OTHER) */
+	char comm[16];
+	unsigned int nr_running; /* tasks found runnable there, hogs aside */
+};
+
+struct cpuhog_report {
+	size_t size;		    /* set by cpuhog_report_init() */
+	struct cpuhog_report_cpu *cpu; /* the caller's array, or NULL */
+	unsigned int cpu_len;	    /* its entries */
+	/* Filled by the call: */
+	unsigned int nr_cpu;   /* CPUs of the last rendezvous (entries
+				  filled: min(nr_cpu, cpu_len)), */
+	unsigned int nr_missing; /* of which never came */
+	int ret;	       /* what the call returned */
+	unsigned int ended;    /* CPUHOG_END_* */
+	unsigned int released; /* CPUHOG_RELEASED_* */
+	unsigned int tries;    /* rendezvous begun (more: CPUs went away) */
+	unsigned int fn_runs;  /* CPUs fn ran on */
+	bool serialized;       /* held the machine-wide stop lock */
+	bool lock_waited;      /* and found another process's stop in it */
+	uint64_t all_held_ns;  /* every CPU was held (0: never) */
+	uint64_t hold_ns;      /* the hold's length: until the first CPU
+				  stopped holding */
+	uint64_t total_ns;     /* the whole call */
+	/* The same, as sets (CPUs below CPU_SETSIZE): */
+	cpu_set_t ran;	   /* fn ran there */
+	cpu_set_t held;	   /* held with all the others */
+	cpu_set_t missing; /* never came */
+	uint64_t reserved_[8];
+};
+
+/*
+ * cpuhog_report_init - zero @rep and set its size; then set @rep->cpu and
+ * @rep->cpu_len for the per-CPU part.
+ * Context: any (async-signal-safe).
+ */
+CPUHOG_API void cpuhog_report_init(struct cpuhog_report *rep);
+
+/*
+ * stop_machine_report - stop_machine(), and a report of it into @rep
+ * (NULL: stop_machine() itself).
+ *
+ * The report says which CPUs ran fn and, per CPU of the last rendezvous
+ * (a rendezvous begun again when a CPU went away: tries), when its hog
+ * arrived, was held and let go; when every CPU was held and for how
+ * long; whether the hold was released before fn returned, and why.  When
+ * the stop fails (-ETIMEDOUT, -ENOENT), the CPUs whose hog never came
+ * are marked CPUHOG_RC_MISSING, each with the task that ran there as far
+ * as /proc tells: read only then, after the CPUs are let go (it may
+ * allocate).  The hogs take the times only for a call that asks.
+ * Context: as stop_machine().
+ * Returns as stop_machine(); -EINVAL also for a @rep whose size is
+ * below the first version's, or a cpu_len without an array.  @rep is
+ * filled whatever it returns, but for -EINVAL.
+ */
+CPUHOG_API int stop_machine_report(cpuhog_fn_t fn, void *data, size_t setsize,
+				   const cpu_set_t *cpus,
+				   struct cpuhog_report *rep);
+
+/*
+ * stop_two_cpus_report - stop_two_cpus(), and a report of it, as
+ * stop_machine_report().
+ */
+CPUHOG_API int stop_two_cpus_report(unsigned int cpu1, unsigned int cpu2,
+				    cpuhog_fn_t fn, void *arg,
+				    struct cpuhog_report *rep);
+
+/*
  * hog_synchronize - force every hogged CPU through the scheduler.
  *
  * Returns once each hogged CPU has run its hog since the call began (the

@@ -12,7 +12,8 @@ if [ "$mode" = arm64 ]; then
 	      qemu-user-static libcmocka-dev:arm64 qemu-system-arm cpio"
 else
 	pkgs="cmake make gcc pkg-config libcmocka-dev clang libclang-rt-14-dev
-	      util-linux liburcu-dev rt-tests libdpdk-dev man-db mandoc spin"
+	      util-linux liburcu-dev rt-tests libdpdk-dev man-db mandoc spin
+	      systemtap-sdt-dev"
 fi
 # A package counts as there only for the architecture asked for: with
 # arm64 added, libcmocka-dev:arm64 alone must not pass for the host's.

@@ -126,6 +126,10 @@ struct hog {
 	_Atomic uint64_t serialized_at; /* gen << 32 | the CPU, at a stop's end */
 	_Atomic uint64_t beat;
 	unsigned int look_at;
+	/* Stops with a report (stop_machine_report()): when this hog
+	 * arrived, was held and let go (now_ns(); 0: not yet), written by
+	 * the hog only when the stop's timing is on, zeroed by the caller. */
+	_Atomic uint64_t t_arrived, t_held, t_released;
 	/* The wake tree (wake.c): the hogs this one wakes when it takes
 	 * its slot, written by the caller while the slot is free. */
 	struct hog **kids;
@@ -170,6 +174,10 @@ struct stop_state {
 	_Atomic uint32_t fn_claimed;  /* fn on any one CPU: taken */
 	_Atomic int ret;	      /* first non-zero return of fn */
 	_Atomic uint64_t run_at;      /* when RUN began */
+	/* A report was asked for: the hogs take their times (t_arrived...),
+	 * and the last arrival when HOLD began (relaxed, both). */
+	_Atomic bool timing;
+	_Atomic uint64_t hold_at;
 	/* Read by hogs before RUN, when a stale one may still read them
 	 * while the next call writes: atomics, relaxed.  The deadline
 	 * moves on with each step (see extend()). */

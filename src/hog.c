@@ -30,6 +30,7 @@
  * is wake.c's.
  */
 #include "internal.h"
+#include "probes.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -124,7 +125,9 @@ static bool run_one(struct hog *h, struct work *w)
 	 * again after it */
 	if (check && sched_getcpu() != (int)h->cpu)
 		return false;
+	PROBE3(fn_start, h->cpu, w->fn, w->arg);
 	ret = w->fn(w->arg);
+	PROBE3(fn_end, h->cpu, w->fn, ret);
 	if (check)
 		check_end(h, w->fn, &ck);
 	else if (!internal && sched_getcpu() != (int)h->cpu)

@@ -78,6 +78,10 @@
 #define symbol_describe cpuhog_i_symbol_describe
 #define sw_forget cpuhog_i_sw_forget
 #define sw_init cpuhog_i_sw_init
+#define stop_report_arm cpuhog_i_stop_report_arm
+#define stop_report_begin cpuhog_i_stop_report_begin
+#define stop_report_end cpuhog_i_stop_report_end
+#define stop_report_try cpuhog_i_stop_report_try
 #define sw_now cpuhog_i_sw_now
 #define sw_slept_since cpuhog_i_sw_slept_since
 #define sw_wait_begin cpuhog_i_sw_wait_begin
@@ -155,6 +159,14 @@ HIDDEN void multi_unlock(struct ctx *c);
 HIDDEN const cpu_set_t *reach(struct ctx *c);
 HIDDEN bool hog_usable(struct ctx *c, struct hog *h);
 HIDDEN bool uncovered(struct ctx *c);
+
+/* stop_report.c: stop_machine_report()'s report (outcome.h) */
+struct stop_outcome;
+HIDDEN int stop_report_begin(struct cpuhog_report *rep);
+HIDDEN void stop_report_arm(struct ctx *c, unsigned int n, bool on);
+HIDDEN void stop_report_try(struct ctx *c, unsigned int n,
+			    struct stop_outcome *o);
+HIDDEN int stop_report_end(struct ctx *c, struct stop_outcome *o, int ret);
 
 /* poll.c */
 HIDDEN bool poll_offer(struct hog *h);

@@ -21,6 +21,7 @@
  * the call outlasts its spin.
  */
 #include "internal.h"
+#include "probes.h"
 
 #include <errno.h>
 
@@ -347,8 +348,23 @@ static void fill_ran(struct ctx *c, unsigned int n, size_t setsize,
 			CPU_SET_S(c->msel[i]->cpu, setsize, ran);
 }
 
+static int hog_cpus_probed(size_t setsize, const cpu_set_t *cpus,
+			   cpuhog_fn_t fn, void *arg, bool try, cpu_set_t *ran);
+
+/* hog_cpus(), hog_cpus_ran() and try_hog_cpus(), between two probes */
 static int do_hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
 		       void *arg, bool try, cpu_set_t *ran)
+{
+	int r;
+
+	PROBE2(hog_cpus_entry, fn, try);
+	r = hog_cpus_probed(setsize, cpus, fn, arg, try, ran);
+	PROBE1(hog_cpus_return, r);
+	return r;
+}
+
+static int hog_cpus_probed(size_t setsize, const cpu_set_t *cpus,
+			   cpuhog_fn_t fn, void *arg, bool try, cpu_set_t *ran)
 {
 	struct ctx *c;
 	unsigned int n;

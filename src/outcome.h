@@ -30,6 +30,10 @@ struct stop_outcome {
 	bool lock_waited_out;  /* not: it was held past its bound */
 	bool lock_waited;      /* and found it held by another process */
 	cpu_set_t ran;	       /* the CPUs (below CPU_SETSIZE) fn ran on */
+	/* stop_machine_report(): the caller's report (NULL: none; then
+	 * nothing below is taken), and the call's start */
+	struct cpuhog_report *rep;
+	uint64_t t0;
 };
 
 /* stop_machine() (@two false) or stop_two_cpus(@cpu1, @cpu2), and how it
@@ -38,5 +42,12 @@ __attribute__((visibility("hidden"))) int
 cpuhog_i_stop_outcome(cpuhog_fn_t fn, void *data, size_t setsize,
 		      const cpu_set_t *cpus, bool two, unsigned int cpu1,
 		      unsigned int cpu2, struct stop_outcome *o);
+
+/* The same, filling @rep too where it is not NULL. */
+__attribute__((visibility("hidden"))) int
+cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
+		     const cpu_set_t *cpus, bool two, unsigned int cpu1,
+		     unsigned int cpu2, struct stop_outcome *o,
+		     struct cpuhog_report *rep);
 
 #endif

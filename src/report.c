@@ -8,6 +8,7 @@
  * is reported once per kind, counted every time.
  */
 #include "internal.h"
+#include "probes.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -86,6 +87,7 @@ void check_end(struct hog *h, cpuhog_fn_t fn, const struct check *ck)
 	if (sched_getcpu() != (int)h->cpu)
 		bump(&h->migrated);
 	if (slept > 0) {
+		PROBE3(report_sleep, h->cpu, fn, slept);
 		bump(&h->slept);
 		snprintf(what, sizeof(what),
 			 "slept (%ld voluntary context switches)", slept);
@@ -98,6 +100,7 @@ void check_end(struct hog *h, cpuhog_fn_t fn, const struct check *ck)
 			say(h, fn, what, ": hog callbacks must not sleep");
 	}
 	if (dt > c->overrun_ns) {
+		PROBE3(report_overrun, h->cpu, fn, dt);
 		bump(&h->overran);
 		if (first_report(c, fn, KIND_OVERRAN)) {
 			snprintf(what, sizeof(what),

@@ -10,6 +10,7 @@
  * caller makes at most wake_fanout wakes (wake.c) and one sleep.
  */
 #include "internal.h"
+#include "probes.h"
 
 #include <errno.h>
 #include <linux/membarrier.h>
@@ -159,17 +160,24 @@ static int sync_pass(struct ctx *c)
 	return r;
 }
 
+/* (the probes in line: a static function with the fences in it is what
+ * GCC's TSan warns about, -Wtsan) */
 int hog_synchronize(void)
 {
 	struct ctx *c;
 	uint64_t want;
 	int r;
 
-	if (cpuhog_self)
+	PROBE0(hog_synchronize_entry);
+	if (cpuhog_self) {
+		PROBE1(hog_synchronize_return, -EDEADLK);
 		return -EDEADLK;
+	}
 	c = call_enter(&r);
-	if (!c)
+	if (!c) {
+		PROBE1(hog_synchronize_return, r);
 		return r;
+	}
 	r = 0;
 	/* our accesses before the call, before the snapshot's load */
 	atomic_thread_fence(memory_order_seq_cst);
@@ -184,6 +192,7 @@ int hog_synchronize(void)
 	atomic_thread_fence(memory_order_seq_cst);
 	multi_unlock(c);
 	call_leave();
+	PROBE1(hog_synchronize_return, r);
 	return r;
 }
 
@@ -284,7 +293,7 @@ static int do_migrate(struct ctx *c, struct migration *m, unsigned int cpu)
 	return r == 1 ? migrate_cpu(m) : r;
 }
 
-int hog_migrate(pid_t tid, unsigned int cpu)
+static int migrate(pid_t tid, unsigned int cpu)
 {
 	struct migration m;
 	struct ctx *c;
@@ -314,5 +323,15 @@ int hog_migrate(pid_t tid, unsigned int cpu)
 		r = do_migrate(c, &m, cpu);
 	CPU_FREE(m.set);
 	call_leave();
+	return r;
+}
+
+int hog_migrate(pid_t tid, unsigned int cpu)
+{
+	int r;
+
+	PROBE2(hog_migrate_entry, tid, cpu);
+	r = migrate(tid, cpu);
+	PROBE1(hog_migrate_return, r);
 	return r;
 }

@@ -22,6 +22,7 @@
  * affinity only now and then (hog.c, hog_here()).
  */
 #include "internal.h"
+#include "probes.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -33,7 +34,7 @@ static bool may_spin(unsigned int cpu)
 	return sched_getcpu() != (int)cpu;
 }
 
-int hog_one_cpu(unsigned int cpu, cpuhog_fn_t fn, void *arg)
+static int one_cpu(unsigned int cpu, cpuhog_fn_t fn, void *arg)
 {
 	struct work w = { .fn = fn, .arg = arg, .cpu = cpu };
 	struct ctx *c;
@@ -58,6 +59,16 @@ int hog_one_cpu(unsigned int cpu, cpuhog_fn_t fn, void *arg)
 	err = work_wait(&w, may_spin(cpu), c->spin_ns);
 	call_leave();
 	return err;
+}
+
+int hog_one_cpu(unsigned int cpu, cpuhog_fn_t fn, void *arg)
+{
+	int r;
+
+	PROBE2(hog_one_cpu_entry, cpu, fn);
+	r = one_cpu(cpu, fn, arg);
+	PROBE1(hog_one_cpu_return, r);
+	return r;
 }
 
 bool hog_one_cpu_nowait(unsigned int cpu, cpuhog_fn_t fn, void *arg,

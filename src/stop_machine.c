@@ -50,6 +50,7 @@
  * QUIET_NS, made by whichever hog claims the look.
  */
 #include "internal.h"
+#include "probes.h"
 #include "outcome.h"
 
 #include <errno.h>
@@ -111,6 +112,7 @@ static bool transition(struct stop_state *st, uint64_t *v, uint64_t nv)
 		return false;
 	if (PHASE(*v) == PHASE(nv))
 		return true; /* a count: nobody sleeps on those */
+	PROBE2(stop_phase, GEN(nv), PHASE(nv));
 	atomic_fetch_add(&st->wake, 1);
 	if (atomic_load(&st->sleepers))
 		futex_wake(&st->wake, INT_MAX);
@@ -187,6 +189,7 @@ static bool release_hold(struct stop_state *st, uint32_t gen, unsigned int why)
 							  memory_order_relaxed,
 							  memory_order_relaxed)) {
 			SET(&st->release_why, why); /* the winner's reason */
+			PROBE2(stop_released, gen, why);
 			break;
 		}
 	return true;
@@ -237,6 +240,13 @@ static bool overran(struct stop_state *st, uint32_t gen, uint64_t now)
 	       release_hold(st, gen, STOP_OVERRUN);
 }
 
+/* A report's time (stop_machine_report()): the first one stands. */
+static void stamp(_Atomic uint64_t *at, uint64_t t)
+{
+	if (!RELAXED(at))
+		SET(at, t);
+}
+
 /* Wait while call @gen is in phase @ph, doing at each event what
  * rules[@ph] says; returns the word that ended the wait. */
 static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
@@ -268,6 +278,8 @@ static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
 		if (a == A_TIMEDOUT || a == A_NOCPU)
 			abandon(st, gen, a == A_TIMEDOUT ? PH_TIMEDOUT : PH_NOCPU);
 		asleep = a == A_SLEEP;
+		if (asleep && RELAXED(&st->timing)) /* the hold ends here */
+			stamp(&h->t_released, t);
 		if (rules[ph].sleeps && t >= spin_end)
 			sleep_on_word(st, v, RELAXED(&st->deadline));
 	}
@@ -292,7 +304,9 @@ static void call_fn(struct stop_state *st, struct hog *h, uint32_t gen)
 		check_begin(h, &ck);
 	if (!on_own_cpu(h))
 		return;
+	PROBE3(stop_fn_start, h->cpu, st->fn, gen);
 	r = st->fn(st->data);
+	PROBE3(stop_fn_end, h->cpu, st->fn, r);
 	if (check)
 		check_end(h, st->fn, &ck);
 	if (!on_own_cpu(h))
@@ -325,11 +339,16 @@ static int stop_cpu(void *arg)
 			abandon(st, gen, PH_NOCPU);
 			break;
 		}
+		if (RELAXED(&st->timing) && (ph == PH_PREPARE || ph == PH_HOLD))
+			stamp(ph == PH_PREPARE ? &h->t_arrived : &h->t_held,
+			      now_ns());
 		if (ph == PH_RUN && on_own_cpu(h))
 			call_fn(st, h, gen);
 		ack(st, gen, ph);
 		v = await(st, h, gen, ph);
 	}
+	if (ph && RELAXED(&st->timing))
+		stamp(&h->t_released, now_ns());
 	serialize_core(); /* code fn rewrote is safe to run from here on */
 	/* which core that was: the caller's look (relaxed: the work's
 	 * completion publishes it) */
@@ -461,22 +480,29 @@ static unsigned int pick(struct ctx *c, size_t setsize, const cpu_set_t *cpus,
 }
 
 /* A stop (@two: of @cpu1 and @cpu2), begun again while a CPU went away
- * before fn ran. */
-int cpuhog_i_stop_outcome(cpuhog_fn_t fn, void *data, size_t setsize,
-			  const cpu_set_t *cpus, bool two, unsigned int cpu1,
-			  unsigned int cpu2, struct stop_outcome *o)
+ * before fn ran; reported into @rep where it is not NULL. */
+int cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
+			 const cpu_set_t *cpus, bool two, unsigned int cpu1,
+			 unsigned int cpu2, struct stop_outcome *o,
+			 struct cpuhog_report *rep)
 {
 	unsigned int n;
 	struct ctx *c;
 	int r = 0;
 
 	memset(o, 0, sizeof(*o));
+	if (rep) {
+		o->rep = rep;
+		o->t0 = now_ns();
+		if (stop_report_begin(rep) < 0)
+			return o->ret = -EINVAL;
+	}
 	if (!fn || (two && cpu1 == cpu2))
-		return o->ret = -EINVAL;
+		return stop_report_end(NULL, o, o->ret = -EINVAL);
 	if (cpuhog_self)
-		return o->ret = -EDEADLK;
+		return stop_report_end(NULL, o, o->ret = -EDEADLK);
 	if (!(c = call_enter(&r)))
-		return o->ret = r;
+		return stop_report_end(NULL, o, o->ret = r);
 	multi_lock(c, false);
 	/* the CPUs, then the promise (a thread of ours on a CPU that has
 	 * no hog: stop_machine() cannot hold it), then the lock, whose
@@ -504,27 +530,67 @@ int cpuhog_i_stop_outcome(cpuhog_fn_t fn, void *data, size_t setsize,
 			c->reach_fresh = false;
 			n = pick(c, setsize, cpus, two, cpu1, cpu2);
 		}
+		if (o->rep && n)
+			stop_report_arm(c, n, true);
 		r = n ? stop_once(c, n, !cpus && !two, o) : -ENOENT;
+		if (o->rep && n)
+			stop_report_try(c, n, o);
 	}
 	if (o->serialized)
 		stop_unlock();
+	o->ret = r == -EAGAIN ? -ENOENT : r;
+	if (o->rep) { /* the CPUs are let go: now /proc, where it failed */
+		stop_report_end(c, o, o->ret);
+		stop_report_arm(c, 0, false);
+	}
 	multi_unlock(c);
 	call_leave();
-	return o->ret = r == -EAGAIN ? -ENOENT : r;
+	return o->ret;
+}
+
+int cpuhog_i_stop_outcome(cpuhog_fn_t fn, void *data, size_t setsize,
+			  const cpu_set_t *cpus, bool two, unsigned int cpu1,
+			  unsigned int cpu2, struct stop_outcome *o)
+{
+	return cpuhog_i_stop_report(fn, data, setsize, cpus, two, cpu1, cpu2,
+				    o, NULL);
+}
+
+/* The four calls, between two probes (@two: stop_two_cpus). */
+static int stop_probed(cpuhog_fn_t fn, void *data, size_t setsize,
+		       const cpu_set_t *cpus, bool two, unsigned int cpu1,
+		       unsigned int cpu2, struct cpuhog_report *rep)
+{
+	struct stop_outcome o;
+	int r;
+
+	PROBE3(stop_entry, fn, two, rep != NULL);
+	r = cpuhog_i_stop_report(fn, data, setsize, cpus, two, cpu1, cpu2, &o,
+				 rep);
+	PROBE3(stop_return, r, o.tries, o.released);
+	return r;
 }
 
 int stop_machine(cpuhog_fn_t fn, void *data, size_t setsize,
 		 const cpu_set_t *cpus)
 {
-	struct stop_outcome o;
-
-	return cpuhog_i_stop_outcome(fn, data, setsize, cpus, false, 0, 0, &o);
+	return stop_probed(fn, data, setsize, cpus, false, 0, 0, NULL);
 }
 
 int stop_two_cpus(unsigned int cpu1, unsigned int cpu2, cpuhog_fn_t fn,
 		  void *arg)
 {
-	struct stop_outcome o;
+	return stop_probed(fn, arg, 0, NULL, true, cpu1, cpu2, NULL);
+}
 
-	return cpuhog_i_stop_outcome(fn, arg, 0, NULL, true, cpu1, cpu2, &o);
+int stop_machine_report(cpuhog_fn_t fn, void *data, size_t setsize,
+			const cpu_set_t *cpus, struct cpuhog_report *rep)
+{
+	return stop_probed(fn, data, setsize, cpus, false, 0, 0, rep);
+}
+
+int stop_two_cpus_report(unsigned int cpu1, unsigned int cpu2, cpuhog_fn_t fn,
+			 void *arg, struct cpuhog_report *rep)
+{
+	return stop_probed(fn, arg, 0, NULL, true, cpu1, cpu2, rep);
 }

@@ -10,7 +10,7 @@
 set -eu
 ar=$1
 order="platform symbols context topology serialize switches report poll wake hog lifecycle
-single multi stop_machine sched"
+single multi stop_report stop_machine sched"
 rank() {
 	i=0
 	for f in $order; do

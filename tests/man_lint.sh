@@ -16,7 +16,7 @@ for f in $api; do
 		grep -q "^\.SH $sec\$" "$p" || fail "$f.3 has no $sec"
 	done
 done
-for p in "$src"/man/man1/*.1 "$src"/man/man3/*.3; do
+for p in "$src"/man/man1/*.1 "$src"/man/man3/*.3 "$src"/man/man7/*.7; do
 	out=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings=all -l "$p" 2>&1 >/dev/null)
 	[ -z "$out" ] || fail "$(basename "$p"): $out"
 	if command -v mandoc >/dev/null; then

@@ -60,6 +60,48 @@ done
 [ "$rc" = 0 ] && echo "$out" | grep -q "stop_machine" && ok ||
 	bad "cpuhog stall --cpus all --for 5ms: exit $rc: $out"
 
+# stall's report: the time to hold every CPU and the hold, in words and
+# in --json; and, with another process's FIFO 99 spinner on the second
+# CPU, a failed stop names that CPU and that process.  The spinner is
+# bounded by the kernel (RLIMIT_RTTIME, 700 ms of real-time CPU without
+# a sleep: SIGKILL), not by a timer process, which at its priority on its
+# CPU would never run; and by timeout on the first CPU as well.
+expect 0 "all held after .*, for " stall -c all -D 2ms
+expect 0 '"all_held_ns": [1-9]' stall -c all -D 2ms --json
+expect 0 '"report": null' stall -c 0 -D 2ms --json
+cpus=$($B info 2>/dev/null | sed -n 's/^CPUs hogged: *//p')
+if [ "$(id -u)" = 0 ] && command -v chrt >/dev/null && command -v prlimit >/dev/null &&
+	$B info 2>/dev/null | grep -q "SCHED_FIFO" && [ "$($B info --json | grep -c '"nr_hogs": [2-9]')" -gt 0 ]; then
+	c0=$(echo "$cpus" | sed 's/[-,].*//') c1=$(echo "$cpus" | sed -E 's/^[0-9]+[-,]([0-9]+).*/\1/')
+	# the hogs must be up before the spinner comes (cpuhog_init() waits
+	# for each): the first stall succeeds, the second meets the spinner
+	f=/tmp/cpuhog-stall-held.$$
+	"$B" stall -c all -D 5ms -i 300ms -l 2 >"$f" 2>&1 &
+	stall=$!
+	n=0
+	while ! grep -q "^stall 1:" "$f" && [ $n -lt 500 ]; do sleep 0.01; n=$((n + 1)); done
+	taskset -c "$c0" timeout -s KILL 2 chrt -f 99 taskset -c "$c1" \
+		prlimit --rttime=700000:700000 sh -c 'while :; do :; done' &
+	spinner=$!
+	sleep 0.05
+	holder=$(pgrep -P "$spinner" | head -1) # timeout's child: chrt, taskset, prlimit exec on to sh
+	wait "$stall"
+	rc=$?
+	out=$(cat "$f")
+	rm -f "$f"
+	wait "$spinner" 2>/dev/null
+	if [ "$rc" = 1 ] && echo "$out" | grep -q "CPU $c1 never came: pid ${holder:-x} tid [0-9]* (sh) at SCHED_FIFO 99"; then
+		ok
+	elif [ "$rc" = 1 ] && echo "$out" | grep -q "kept the machine-wide stop lock"; then
+		# other processes' stops, waiting for the held CPU themselves
+		echo "skipped: stall against a spinner: other processes' stops kept the stop lock"
+	else
+		bad "stall against a FIFO 99 spinner on CPU $c1: exit $rc: $out"
+	fi
+else
+	echo "skipped: stall against a spinner (needs root, chrt, prlimit, two FIFO hogs)"
+fi
+
 # bad input: status 2, a one-line error, no stall at all
 for args in "--cpus 99999 --for 5ms" "--cpus 3-1 --for 5ms" \
 	"--cpus 0 --for -5ms" "--cpus 0 --for 10parsecs" "--cpus 0 --for 5" \

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stop_machine_report()'s report: the hogs' times, taken by stop_cpu()
+ * only while the stop's timing is on (stop_report_arm()), turned into
+ * the caller's struct cpuhog_report; and, when the stop failed, who ran
+ * on the CPUs whose hog never came, from /proc: every task's
+ * /proc/PID/task/TID/stat, field 3 (state R), 39 (the CPU it last ran
+ * on), 40 and 41 (rt_priority, policy).  Only that last part allocates
+ * (opendir()), and only after the CPUs are let go.
+ */
+#include "internal.h"
+#include "outcome.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RELAXED(p) atomic_load_explicit(p, memory_order_relaxed)
+#define SET(p, x) atomic_store_explicit(p, x, memory_order_relaxed)
+
+/* The first version's size: what a caller must have at least. */
+#define REPORT_V1 (offsetof(struct cpuhog_report, reserved_))
+
+int stop_report_begin(struct cpuhog_report *rep)
+{
+	struct cpuhog_report_cpu *cpu;
+	unsigned int len;
+
+	if (rep->size < REPORT_V1 || (rep->cpu_len && !rep->cpu))
+		return -EINVAL;
+	cpu = rep->cpu;
+	len = rep->cpu_len;
+	memset((char *)rep + offsetof(struct cpuhog_report, nr_cpu), 0,
+	       REPORT_V1 - offsetof(struct cpuhog_report, nr_cpu));
+	rep->cpu = cpu;
+	rep->cpu_len = len;
+	return 0;
+}
+
+/* The @n hogs of msel take their times from now (@on), or stop. */
+void stop_report_arm(struct ctx *c, unsigned int n, bool on)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		SET(&c->msel[i]->t_arrived, 0);
+		SET(&c->msel[i]->t_held, 0);
+		SET(&c->msel[i]->t_released, 0);
+	}
+	/* published to the hogs by multi_push()'s seq_cst pushes */
+	SET(&c->stop->timing, on);
+}
+
+static uint64_t since(const struct stop_outcome *o, uint64_t t)
+{
+	return t > o->t0 ? t - o->t0 : (t ? 1 : 0);
+}
+
+/* A try's times, from the @n hogs of msel (the last try's stand). */
+void stop_report_try(struct ctx *c, unsigned int n, struct stop_outcome *o)
+{
+	struct cpuhog_report *rep = o->rep;
+	uint64_t first_held = 0, first_out = 0;
+	bool all_held = true;
+	unsigned int i;
+
+	rep->nr_cpu = n;
+	rep->nr_missing = 0;
+	CPU_ZERO(&rep->held);
+	CPU_ZERO(&rep->missing);
+	for (i = 0; i < n; i++) {
+		struct hog *h = c->msel[i];
+		uint64_t a = RELAXED(&h->t_arrived), hd = RELAXED(&h->t_held),
+			 out = RELAXED(&h->t_released);
+		unsigned int f = 0;
+
+		if (a)
+			f |= CPUHOG_RC_ARRIVED;
+		else
+			f |= CPUHOG_RC_MISSING;
+		rep->nr_missing += !a;
+		if (hd) {
+			f |= CPUHOG_RC_HELD;
+			if (!first_held || hd < first_held)
+				first_held = hd;
+		} else {
+			all_held = false;
+		}
+		if (out && (!first_out || out < first_out))
+			first_out = out;
+		if (hd && o->ended == STOP_RAN &&
+		    RELAXED(&h->ran_gen) == RELAXED(&h->held_gen))
+			f |= CPUHOG_RC_RAN;
+		if (h->cpu < CPU_SETSIZE) {
+			if (f & CPUHOG_RC_HELD)
+				CPU_SET(h->cpu, &rep->held);
+			if (f & CPUHOG_RC_MISSING)
+				CPU_SET(h->cpu, &rep->missing);
+		}
+		if (i < rep->cpu_len) {
+			struct cpuhog_report_cpu *rc = &rep->cpu[i];
+
+			memset(rc, 0, sizeof(*rc));
+			rc->cpu = h->cpu;
+			rc->flags = f;
+			rc->arrived_ns = since(o, a);
+			rc->held_ns = since(o, hd);
+			rc->released_ns = since(o, out);
+		}
+	}
+	rep->all_held_ns = all_held ? since(o, first_held) : 0;
+	rep->hold_ns = all_held && first_out > first_held
+			       ? first_out - first_held
+			       : 0;
+}
+
+/* Whether @tid is a hog of ours (it waits on its CPU too). */
+static bool is_hog(struct ctx *c, pid_t tid)
+{
+	unsigned int i;
+
+	for (i = 0; c && i < c->nr_hogs; i++)
+		if (c->hogs[i].tid == tid)
+			return true;
+	return false;
+}
+
+/* One task's stat: runnable and last on @cpu; 0 or -1. */
+static int read_task(int dfd, const char *path, unsigned int *cpu, int *prio,
+		     int *policy, char comm[16])
+{
+	char buf[1024], *p, *q, *tok[40];
+	int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC), k = 0;
+	ssize_t len;
+
+	if (fd < 0)
+		return -1;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return -1;
+	buf[len] = 0;
+	p = strchr(buf, '(');
+	q = strrchr(buf, ')');
+	if (!p || !q || q < p)
+		return -1;
+	len = q - p - 1 < 15 ? q - p - 1 : 15;
+	memcpy(comm, p + 1, (size_t)len);
+	comm[len] = 0;
+	for (p = strtok_r(q + 1, " \n", &q); p && k < 40;
+	     p = strtok_r(NULL, " \n", &q))
+		tok[k++] = p;
+	/* tok[0] is field 3 (state), tok[36] field 39 (processor) */
+	if (k < 39 || tok[0][0] != 'R')
+		return -1;
+	*cpu = (unsigned int)strtoul(tok[36], NULL, 10);
+	*prio = (int)strtol(tok[37], NULL, 10);
+	*policy = (int)strtol(tok[38], NULL, 10);
+	return 0;
+}
+
+/* A task's time on CPU so far (/proc/.../schedstat, ns); 0: unknown. */
+static uint64_t run_time(pid_t pid, pid_t tid)
+{
+	char path[64], buf[128];
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid,
+		 (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	buf[len] = 0;
+	return strtoull(buf, NULL, 10);
+}
+
+#define SUSPECTS 64 /* runnable tasks on the missing CPUs, at most */
+
+struct suspect {
+	pid_t pid, tid;
+	unsigned int cpu;
+	int prio, policy;
+	char comm[16];
+	uint64_t ran; /* time on CPU, then how much it grew */
+};
+
+/* Whether @x holds its CPU rather than @y: it ran meanwhile (the
+ * holder spins, the others wait behind it), then the higher priority. */
+static bool before(const struct suspect *x, const struct suspect *y)
+{
+	if ((x->ran > 0) != (y->ran > 0))
+		return x->ran > 0;
+	if (x->prio != y->prio)
+		return x->prio > y->prio;
+	return x->ran > y->ran;
+}
+
+/* Who runs on the missing CPUs of the report's array: the runnable
+ * tasks last there (hogs of ours aside), and of those the one that ran
+ * in the next 2 ms, as schedstat tells (a queue of runnable tasks has
+ * one on the CPU: the highest priority breaks a tie). */
+static void who_ran(struct ctx *c, struct cpuhog_report *rep)
+{
+	unsigned int i, k, ns = 0,
+			m = rep->nr_cpu < rep->cpu_len ? rep->nr_cpu
+						       : rep->cpu_len;
+	struct timespec nap = { 0, 2000000 };
+	DIR *proc = opendir("/proc"), *tasks;
+	struct suspect *sus;
+	struct dirent *pe, *te;
+	char path[64];
+
+	if (!proc)
+		return;
+	sus = calloc(SUSPECTS, sizeof(*sus));
+	while (sus && ns < SUSPECTS && (pe = readdir(proc))) {
+		pid_t pid = (pid_t)atoi(pe->d_name);
+		int fd;
+
+		if (pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0 || !(tasks = fdopendir(fd))) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		while (ns < SUSPECTS && (te = readdir(tasks))) {
+			struct suspect *x = &sus[ns];
+
+			x->pid = pid;
+			x->tid = (pid_t)atoi(te->d_name);
+			if (x->tid <= 0 || is_hog(c, x->tid))
+				continue;
+			snprintf(path, sizeof(path), "%d/stat", (int)x->tid);
+			if (read_task(dirfd(tasks), path, &x->cpu, &x->prio,
+				      &x->policy, x->comm) < 0)
+				continue;
+			for (i = 0; i < m; i++)
+				if (rep->cpu[i].cpu == x->cpu &&
+				    (rep->cpu[i].flags & CPUHOG_RC_MISSING))
+					break;
+			if (i < m) {
+				x->ran = run_time(pid, x->tid);
+				ns++;
+			}
+		}
+		closedir(tasks);
+	}
+	closedir(proc);
+	if (!sus)
+		return;
+	nanosleep(&nap, NULL);
+	for (k = 0; k < ns; k++) {
+		uint64_t t = run_time(sus[k].pid, sus[k].tid);
+
+		sus[k].ran = t > sus[k].ran ? t - sus[k].ran : 0;
+	}
+	for (i = 0; i < m; i++) {
+		struct cpuhog_report_cpu *rc = &rep->cpu[i];
+		struct suspect *best = NULL;
+
+		if (!(rc->flags & CPUHOG_RC_MISSING))
+			continue;
+		for (k = 0; k < ns; k++) {
+			if (sus[k].cpu != rc->cpu)
+				continue;
+			rc->nr_running++;
+			if (!best || before(&sus[k], best))
+				best = &sus[k];
+		}
+		if (!best)
+			continue;
+		rc->pid = best->pid;
+		rc->tid = best->tid;
+		rc->priority = best->prio;
+		rc->policy = best->policy;
+		memcpy(rc->comm, best->comm, sizeof(rc->comm));
+	}
+	free(sus);
+}
+
+/* The call's end: its outcome, and who held it up where it failed. */
+int stop_report_end(struct ctx *c, struct stop_outcome *o, int ret)
+{
+	struct cpuhog_report *rep = o->rep;
+
+	if (!rep)
+		return ret;
+	rep->ret = ret;
+	rep->tries = o->tries;
+	rep->ended = o->ended;
+	rep->released = o->released;
+	rep->serialized = o->serialized;
+	rep->lock_waited = o->lock_waited;
+	rep->fn_runs = o->fn_runs;
+	rep->ran = o->ran;
+	if (o->ended != STOP_RAN) {
+		rep->fn_runs = 0;
+		CPU_ZERO(&rep->ran);
+	}
+	if (c && rep->nr_missing && o->ended != STOP_RAN)
+		who_ran(c, rep);
+	rep->total_ns = since(o, now_ns());
+	return ret;
+}
+
+void cpuhog_report_init(struct cpuhog_report *rep)
+{
+	if (!rep)
+		return;
+	memset(rep, 0, sizeof(*rep));
+	rep->size = sizeof(*rep);
+}
