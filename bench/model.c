@@ -21,10 +21,10 @@
  *   sync   wake + one count (the works' completions).
  * The caller, preempted by its own CPU's hog, runs again when that hog
  * is done and finds the call over: no wake back, and nothing charged.
- * The library: the tree wake and the combining-tree count ("c-tree"),
- * for a stop on more CPUs than k; hog_synchronize() counts its works'
- * completions flat ("sync today").  "w-tree" is the tree wake with the
- * flat count, the stop before its combining tree.
+ * The library: the tree wake and the flat count ("w-tree": its stop
+ * counts every phase on one word); hog_synchronize() counts its works'
+ * completions flat ("sync today").  "c-tree" adds a combining-tree
+ * count, a design the library does not build today (docs/SCALING.md).
  */
 #include "bench.h"
 
@@ -137,8 +137,8 @@ static double wake(unsigned int n, unsigned int k, const struct consts *c)
 	return c->w + subtree(n, k, c);
 }
 
-/* one phase's count: flat, or the library's tree, which counts on the
- * word alone where n <= k (src/rendezvous.c) */
+/* one phase's count: flat, or a combining tree, which counts on the
+ * word alone where n <= k */
 static double count(unsigned int n, unsigned int k, bool tree,
 		    const struct consts *c)
 {
@@ -193,8 +193,8 @@ static void print_text(const struct consts *c, const struct row *rows)
 	       "us\n",
 	       c->sync2 / 1e3, bench_place.ncpus, rows[NSIZES].stop_tree / 1e3,
 	       rows[NSIZES].sync_today / 1e3);
-	printf("the library: stop c-tree (at N <= %d, one node: the word) "
-	       "and sync today; docs/SCALING.md\n",
+	printf("the library: stop w-tree (the count on one word; c-tree at "
+	       "N <= %d is the same) and sync today; docs/SCALING.md\n",
 	       MODEL_K);
 }
 
