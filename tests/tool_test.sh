@@ -84,7 +84,9 @@ if [ "$(id -u)" = 0 ] && command -v chrt >/dev/null && command -v prlimit >/dev/
 		prlimit --rttime=700000:700000 sh -c 'while :; do :; done' &
 	spinner=$!
 	sleep 0.05
-	holder=$(pgrep -P "$spinner" | head -1) # timeout's child: chrt, taskset, prlimit exec on to sh
+	# timeout's child (chrt, taskset, prlimit exec on to sh), from /proc:
+	# the guests have no pgrep
+	holder=$(cat /proc/"$spinner"/task/*/children 2>/dev/null | awk '{ print $1; exit }')
 	wait "$stall"
 	rc=$?
 	out=$(cat "$f")

@@ -839,8 +839,10 @@ int cmd_noise(int argc, char **argv)
 	if (r < 0)
 		return -r;
 	r = holds_all(&o, &run, all);
-	if (r)
+	if (r) { /* refused (--force): nothing measured */
+		CPU_FREE(set.set);
 		return r;
+	}
 	if (run.other) {
 		snprintf(run.policy, sizeof(run.policy), "SCHED_OTHER nice %d",
 			 getpriority(PRIO_PROCESS, 0));
