@@ -162,8 +162,7 @@ struct hog {
 /*
  * A stop's state (stop_machine.c's: the phases are its).  It is here
  * because the context allocates it when it is made, so that a stop
- * allocates nothing (test_stop.stop_never_allocates): one block, the
- * mask of CPUs to run fn at its end.
+ * allocates nothing (test_stop.stop_never_allocates).
  */
 struct stop_state {
 	_Atomic uint64_t word;	   /* gen:32 | phase:8 | acks to come:24 */
@@ -191,10 +190,7 @@ struct stop_state {
 	/* stops serialized between processes (serialize.c); read by
 	 * cpuhog_get_info(), relaxed */
 	_Atomic bool serialized;
-	size_t masksize;
-	cpu_set_t *fn_mask; /* mask[] below */
 	struct ctx *ctx;
-	__cpu_mask mask[];
 };
 
 struct ctx {

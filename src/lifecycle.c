@@ -425,15 +425,12 @@ static void hogs_await_start(struct ctx *c)
  * allocates. */
 static struct stop_state *stop_state_new(struct ctx *c)
 {
-	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
-	struct stop_state *st = calloc(1, sizeof(*st) + sz);
+	struct stop_state *st = calloc(1, sizeof(*st));
 
 	if (!st)
 		return NULL;
 	st->serialized = stop_lock_open();
 	st->ctx = c;
-	st->masksize = sz;
-	st->fn_mask = (cpu_set_t *)st->mask;
 	return st;
 }
 
