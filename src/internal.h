@@ -228,8 +228,7 @@ HIDDEN int futex_wait(_Atomic uint32_t *addr, uint32_t val,
 		      uint64_t deadline_ns);
 HIDDEN void futex_wake(_Atomic uint32_t *addr, int n);
 HIDDEN unsigned int possible_cpus(void);
-HIDDEN int read_cpulist(const char *path, size_t setsize, cpu_set_t *set,
-			 unsigned int max);
+HIDDEN int read_cpulist(const char *path, size_t setsize, cpu_set_t *set);
 HIDDEN bool affine_only(pid_t tid, size_t setsize, cpu_set_t *scratch,
 			unsigned int cpu);
 HIDDEN bool read_status(int fd, char *buf, size_t size);

@@ -234,8 +234,7 @@ static cpu_set_t *possible_set(unsigned int nr)
 	cpu_set_t *set = CPU_ALLOC(nr);
 	unsigned int cpu;
 
-	if (set && read_cpulist("/sys/devices/system/cpu/possible", sz, set,
-				nr) <= 0)
+	if (set && read_cpulist("/sys/devices/system/cpu/possible", sz, set) <= 0)
 		for (cpu = 0; cpu < nr; cpu++)
 			CPU_SET_S(cpu, sz, set);
 	return set;

@@ -48,8 +48,7 @@ static bool in_transit(struct ctx *c, uint64_t now)
 		return c->transit;
 	c->transit_at = now;
 	c->transit = false;
-	if (read_cpulist("/sys/devices/system/cpu/online", sz, c->mscratch,
-			 c->nr_cpu_ids) <= 0)
+	if (read_cpulist("/sys/devices/system/cpu/online", sz, c->mscratch) <= 0)
 		return false;
 	for (i = 0; i < c->nr_hogs && !c->transit; i++) {
 		struct hog *h = &c->hogs[i];

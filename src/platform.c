@@ -4,6 +4,7 @@
  * policy, and the core-serializing instruction.  Linux and glibc only.
  */
 #include "internal.h"
+#include "cpulist.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -63,39 +64,20 @@ void futex_wake(_Atomic uint32_t *addr, int n)
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
-/* Parse a CPU list ("0-3,8") at @p, up to its line's end, into @set;
- * bits >= @max ignored.  Returns the number of CPUs read. */
-static int parse_cpulist(char *p, size_t setsize, cpu_set_t *set,
-			 unsigned int max)
+/* The kernel's CPU list at @p into @set: the number of CPUs, or -1 for
+ * a list it does not write. */
+static int parse_cpulist(const char *p, size_t setsize, cpu_set_t *set)
 {
-	unsigned int lo, hi, cpu;
-	char *save, *end = strchr(p, '\n');
-	int n = 0;
+	struct cpulist_scan sc;
 
-	if (end)
-		*end = 0;
-	if (set)
-		CPU_ZERO_S(setsize, set);
-	for (p = strtok_r(p, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-		int k = sscanf(p, "%u-%u", &lo, &hi);
-
-		if (k < 1)
-			continue;
-		if (k == 1)
-			hi = lo;
-		for (cpu = lo; cpu <= hi && cpu < max; cpu++, n++)
-			if (set)
-				CPU_SET_S(cpu, setsize, set);
-	}
-	return n;
+	return cpulist_scan(p, setsize, set, &sc) ? sc.count : -1;
 }
 
 /*
- * Parse a sysfs CPU list file into @set, bits >= @max ignored.
+ * Parse a sysfs CPU list file into @set (CPUs past its end ignored).
  * Returns the number of CPUs read, or -1 if the file cannot be read.
  */
-int read_cpulist(const char *path, size_t setsize, cpu_set_t *set,
-		 unsigned int max)
+int read_cpulist(const char *path, size_t setsize, cpu_set_t *set)
 {
 	char buf[4096];
 	FILE *f = fopen(path, "re");
@@ -105,7 +87,7 @@ int read_cpulist(const char *path, size_t setsize, cpu_set_t *set,
 	if (!fgets(buf, sizeof(buf), f))
 		buf[0] = 0;
 	fclose(f);
-	return parse_cpulist(buf, setsize, set, max);
+	return parse_cpulist(buf, setsize, set);
 }
 
 /*
@@ -139,7 +121,8 @@ bool mask_allows(int status_fd, size_t setsize, cpu_set_t *scratch,
 	p = strstr(buf, "\nCpus_allowed_list:");
 	if (!p)
 		return true;
-	parse_cpulist(p + 19, setsize, scratch, cpu + 1);
+	if (parse_cpulist(p + 19, setsize, scratch) < 0)
+		return true;
 	return CPU_ISSET_S(cpu, setsize, scratch);
 }
 
@@ -151,8 +134,7 @@ unsigned int possible_cpus(void)
 	unsigned int cpu, best = 0;
 	long conf = sysconf(_SC_NPROCESSORS_CONF);
 
-	if (set && read_cpulist("/sys/devices/system/cpu/possible", sz, set,
-				1u << 16) > 0)
+	if (set && read_cpulist("/sys/devices/system/cpu/possible", sz, set) > 0)
 		for (cpu = 0; cpu < (1u << 16); cpu++)
 			if (CPU_ISSET_S(cpu, sz, set))
 				best = cpu + 1;

@@ -56,7 +56,7 @@ static long llc_of(unsigned int cpu, size_t setsize, cpu_set_t *scratch,
 			 "/sys/devices/system/cpu/cpu%u/cache/index%u/"
 			 "shared_cpu_list",
 			 cpu, i);
-		if (read_cpulist(path, setsize, scratch, nr_cpu_ids) <= 0)
+		if (read_cpulist(path, setsize, scratch) <= 0)
 			continue;
 		for (c = 0; c < nr_cpu_ids; c++)
 			if (CPU_ISSET_S(c, setsize, scratch))

@@ -19,29 +19,36 @@ static int fail(char *err, size_t size, const char *fmt, ...)
 	return -1;
 }
 
-/* A CPU number: decimal digits only, at most PARSE_MAX_CPU. */
-static const char *cpu_number(const char *p, unsigned long *out)
+static int cpulist_fail(const char *s, const struct cpulist_scan *sc,
+			char *err, size_t errsize)
 {
-	unsigned long v = 0;
-
-	if (!isdigit((unsigned char)*p))
-		return NULL;
-	while (isdigit((unsigned char)*p)) {
-		v = v * 10 + (unsigned long)(*p++ - '0');
-		if (v > PARSE_MAX_CPU)
-			return NULL;
+	switch (sc->fault) {
+	case CPULIST_RANGE_END:
+		return fail(err, errsize, "bad CPU list '%s': bad range end at '%s'",
+			    s, sc->at);
+	case CPULIST_BACKWARDS:
+		return fail(err, errsize,
+			    "bad CPU list '%s': range %lu-%lu runs backwards", s,
+			    sc->lo, sc->hi);
+	case CPULIST_STRIDE:
+		return fail(err, errsize, "bad CPU list '%s': bad stride at '%s'",
+			    s, sc->at);
+	case CPULIST_UNEXPECTED:
+		return fail(err, errsize, "bad CPU list '%s': unexpected '%c'", s,
+			    *sc->at);
+	default:
+		return fail(err, errsize,
+			    "bad CPU list '%s': expected a CPU number (0-%lu) at '%s'",
+			    s, CPULIST_MAX_CPU, sc->at);
 	}
-	*out = v;
-	return p;
 }
 
 int parse_cpulist(const char *s, size_t setsize, cpu_set_t *set,
 		  const cpu_set_t *all, size_t allsize, char *err,
 		  size_t errsize)
 {
-	const char *p = s;
-	unsigned long lo, hi, cpu;
-	int n = 0;
+	struct cpulist_scan sc;
+	char list[256];
 
 	CPU_ZERO_S(setsize, set);
 	if (!s || !*s)
@@ -52,63 +59,22 @@ int parse_cpulist(const char *s, size_t setsize, cpu_set_t *set,
 		memcpy(set, all, allsize < setsize ? allsize : setsize);
 		return CPU_COUNT_S(setsize, set);
 	}
-	for (;;) {
-		const char *q = cpu_number(p, &lo);
-		unsigned long stride = 1;
-
-		if (!q)
-			return fail(err, errsize,
-				    "bad CPU list '%s': expected a CPU number "
-				    "(0-%u) at '%s'",
-				    s, PARSE_MAX_CPU, p);
-		hi = lo;
-		if (*q == '-') {
-			const char *r = cpu_number(q + 1, &hi);
-
-			if (!r)
-				return fail(err, errsize,
-					    "bad CPU list '%s': bad range end at '%s'",
-					    s, q + 1);
-			if (hi < lo)
-				return fail(err, errsize,
-					    "bad CPU list '%s': range %lu-%lu runs backwards",
-					    s, lo, hi);
-			q = r;
-			/* taskset's stride: 0-7:2 is 0,2,4,6 */
-			if (*q == ':') {
-				r = cpu_number(q + 1, &stride);
-				if (!r || !stride)
-					return fail(err, errsize,
-						    "bad CPU list '%s': bad stride at '%s'",
-						    s, q + 1);
-				q = r;
-			}
-		}
-		if (hi >= setsize * 8 && all) {
-			/* the set's size rounds up to 64 bits: name the CPUs
-			 * there are, not the ids the size could hold */
-			char list[256];
-
-			format_cpulist(allsize, all, list, sizeof(list));
-			return fail(err, errsize,
-				    "CPU %lu has no hog; allowed: %s", hi, list);
-		}
-		if (hi >= setsize * 8)
-			return fail(err, errsize,
-				    "CPU %lu has no hog (CPU ids here end at %zu)",
-				    hi, setsize * 8 - 1);
-		for (cpu = lo; cpu <= hi; cpu += stride)
-			if (!CPU_ISSET_S(cpu, setsize, set)) {
-				CPU_SET_S(cpu, setsize, set);
-				n++;
-			}
-		if (!*q)
-			return n;
-		if (*q != ',')
-			return fail(err, errsize,
-				    "bad CPU list '%s': unexpected '%c'", s, *q);
-		p = q + 1;
-	}
+	if (cpulist_scan(s, setsize, set, &sc) && *sc.at)
+		sc.fault = CPULIST_UNEXPECTED; /* a newline, which ends sysfs's */
+	if (sc.fault != CPULIST_OK)
+		return cpulist_fail(s, &sc, err, errsize);
+	if (sc.highest < setsize * 8)
+		return sc.count;
+	CPU_ZERO_S(setsize, set);
+	if (!all)
+		return fail(err, errsize,
+			    "CPU %lu has no hog (CPU ids here end at %zu)",
+			    sc.highest, setsize * 8 - 1);
+	/* the set's size rounds up to 64 bits: name the CPUs there are,
+	 * not the ids the size could hold */
+	format_cpulist(allsize, all, list, sizeof(list));
+	return fail(err, errsize, "CPU %lu has no hog; allowed: %s", sc.highest,
+		    list);
 }
 
 int parse_duration(const char *s, uint64_t *ns, char *err, size_t errsize)

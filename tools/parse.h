@@ -14,7 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PARSE_MAX_CPU 4194303u /* the kernel's NR_CPUS can go no higher */
+#include "../src/cpulist.h"
+
 
 /*
  * Parse @s into @set (setsize bytes, cleared first); "all" means
