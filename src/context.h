@@ -77,11 +77,9 @@ struct group {
 				  set while the caller sleeps */
 };
 
-/* A thread's context switches and minor faults (getrusage(), or carried
- * by switches.c); exact: read, not carried, since the hog last waited. */
+/* A thread's context switches and minor faults (getrusage()). */
 struct sw_count {
 	long nv, niv, flt;
-	bool exact;
 };
 
 struct hog {
@@ -113,11 +111,12 @@ struct hog {
 	uint32_t moved_seen;
 	unsigned int until_reread;
 	/* The hog's own (switches.c): its rseq area (NULL: none), its
-	 * switch counts as last known, and how they are known. */
+	 * switch counts as last read, whether the watch guards that read,
+	 * and its callbacks so far (up to SW_WARM). */
 	void *rseq;
 	struct sw_count sw;
-	enum { SW_NONE, SW_READ, SW_CARRIED } sw_state;
-	unsigned int sw_waits, sw_checks; /* each up to SW_WARM */
+	bool sw_read;
+	unsigned int sw_checks;
 	/* Stops: the generation this hog holds its CPU for, when it last
 	 * looked around while spinning or was looked at (read and claimed
 	 * by the other hogs), the last it ran fn for, and (its own) which

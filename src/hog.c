@@ -22,9 +22,8 @@
  * A hog's kernel entries per work: its futex wait (the job), then the
  * checks' price: one rt_sigpending() for signals raised in the callback
  * (report.c), made after the work's completion is published, and the
- * sleep check's getrusage() only after a callback that was switched out
- * (switches.c, which the hog tells of its own waits: sw_wait_begin(),
- * sw_wait_end()).  The affinity is read only now and then (hog_here()).
+ * sleep check's getrusage() once per wake and after a callback that was
+ * switched out (switches.c).  The affinity is read only now and then (hog_here()).
  * The calls are above this file (single.c, multi.c, stop_machine.c,
  * sched.c); the hogs are made and stopped by lifecycle.c, and waking one
  * is wake.c's.
@@ -43,10 +42,8 @@ static void hog_sleep(struct hog *h)
 {
 	atomic_store(&h->sleeping, 1); /* seq_cst: see wake_hog(), wake.c */
 	store_load_fence(); /* the store above before the loads below */
-	if (atomic_load(&h->head) == NULL && !atomic_load(&h->stop)) {
-		sw_wait_begin(h);
-		sw_wait_end(h, futex_wait(&h->sleeping, 1, NO_DEADLINE));
-	}
+	if (atomic_load(&h->head) == NULL && !atomic_load(&h->stop))
+		futex_wait(&h->sleeping, 1, NO_DEADLINE);
 	/* relaxed: only a hint for producers; the queue itself is re-read */
 	atomic_store_explicit(&h->sleeping, 0, memory_order_relaxed);
 }

@@ -84,8 +84,6 @@
 #define stop_report_try cpuhog_i_stop_report_try
 #define sw_now cpuhog_i_sw_now
 #define sw_slept_since cpuhog_i_sw_slept_since
-#define sw_wait_begin cpuhog_i_sw_wait_begin
-#define sw_wait_end cpuhog_i_sw_wait_end
 #define thread_start cpuhog_i_thread_start
 #define thread_switches cpuhog_i_thread_switches
 #define uncovered cpuhog_i_uncovered
@@ -184,8 +182,6 @@ HIDDEN void sw_init(struct hog *h);
 HIDDEN void sw_now(struct hog *h, struct sw_count *out);
 HIDDEN long sw_slept_since(struct hog *h, const struct sw_count *before);
 HIDDEN void sw_forget(struct hog *h);
-HIDDEN void sw_wait_begin(struct hog *h);
-HIDDEN void sw_wait_end(struct hog *h, int ret);
 
 /* report.c: what check_begin() saw, for check_end() */
 struct check {

@@ -3,95 +3,54 @@
  * Poll mode (CPUHOG_F_POLL): a poller per hogged CPU, polling at SCHED_IDLE.
  *
  * Why.  Waking a sleeping hog from another CPU costs an IPI and, on an
- * idle CPU, its exit from idle: 20-40 us here, which no design whose
- * threads sleep can beat.  Runtimes that spin (OpenMP, DPDK, Seastar)
- * get near the cache-line floor and pay with a core nobody else may use.
- * Here the spinning is done at the lowest priority there is.
+ * idle CPU, its exit from idle (20-40 us on a VM), which no design whose
+ * threads sleep can beat.  Runtimes that spin (OpenMP, DPDK) get near the
+ * cache-line floor and pay with a core nobody else may use; here the
+ * spinning is done at the lowest priority there is, by a separate thread
+ * that never holds real-time priority, so no state of it can leave a
+ * FIFO-99 thread spinning with no work.  The poller sees work arrive for
+ * its sleeping hog and wakes it with a futex on its own CPU (no IPI, no
+ * idle exit); callbacks still run in the hog, with every promise of sleep
+ * mode.
  *
- * Which design.  A separate poller, not a hog that polls and raises
- * itself: a poller never holds real-time priority, so no state of it can
- * leave a thread spinning at FIFO 99 with no work (the raise would be a
- * sched_setscheduler() call on every request, and a lost race would leave
- * exactly that).  The poller watches its hog's queue and, when work
- * arrives for a sleeping hog, wakes it with a futex on its own CPU: no
- * IPI, no idle exit; the hog preempts it at once.  Callbacks still run in
- * the hog, with every promise of sleep mode; the rendezvous of
- * stop_machine() is unchanged, only its wake-ups get faster.
+ * The hook: wake_hog() asks poll_offer(), which leaves the wake to a
+ * poller whose beat (a time stamp written each round) is fresh, for
+ * CLAIM_NS at most.  Whoever takes the hog's `sleeping` from 1 to 0 with
+ * an exchange owns the one futex wake, poller or producer (hog.c).
  *
- * The wake-up handshake is the hog's own (hog.c): a hog going to sleep
- * sets `sleeping` and re-checks its queue; whoever takes `sleeping` from
- * 1 to 0 with an exchange owns the one futex wake, poller or producer.
- * A producer leaves the wake to the poller only while the poller's beat
- * (a time stamp it writes each round) is fresh, i.e. it is running now,
- * and only for CLAIM_NS; a poller that is not running (its CPU busy,
- * parked, away) costs the producer one cache-line read.
+ * Not stealing the CPU.  SCHED_IDLE's weight (3 against 1024) holds only
+ * within one group: under autogroup or a cpu cgroup the poller competes
+ * at a full group's weight.  So it steps aside by itself: when others
+ * (our hog included: a CPU kept busy by calls is a busy CPU) took more
+ * than LOST_MAX_NS of a WINDOW_NS window, it parks, and polls again only
+ * once /proc/stat shows its CPU IDLE_ENOUGH percent idle over ASIDE_NS.
+ * A new poller starts stepped aside, so a short-lived process never
+ * competes.  It calls sched_yield() every YIELD_NS, because EEVDF may
+ * pick a poller with no lag over a runnable thread of ours, which would
+ * then wait a tick.
  *
- * Not stealing the CPU.  SCHED_IDLE weighs 3 against a nice-0 thread's
- * 1024, but only among the tasks of one group: under autogroup or a cpu
- * cgroup, a group whose only runnable task is our poller competes at a
- * full group's weight (measured here: a CPU-bound thread in another
- * session kept 51% of its throughput beside a bare SCHED_IDLE spinner).
- * So the poller steps aside by itself.  It counts the time it lost
- * (pauses in its loop) and when others took over LOST_MAX_NS of a
- * WINDOW_NS window it parks; an interrupt, a kworker or the hypervisor
- * taking the vCPU for 100 us here and there does not count (they happen
- * dozens of times a second on an idle VM).  Our own hog counts too: a
- * CPU kept 10% busy by calls is a busy CPU, and a poller that stayed
- * there would be the CPU-bound job beside a call storm's frequent
- * wake-ups that starves other sessions (a canary process woke 0.5-0.8 s
- * late in the hotplug and fork storms when the hog's runs were exempt).
- * Parked, it looks at its CPU's idle time (/proc/stat) every ASIDE_NS,
- * a read of a few microseconds, and polls again only once the CPU was
- * IDLE_ENOUGH percent idle: it never competes to find out.  Meanwhile
- * producers wake the hog as in sleep mode.  The same rule keeps a poller
- * moved by an offline from acting as a CPU-bound job beside the kernel's
- * threads (docs/RELIABILITY.md).
+ * Exit.  A process is gone only once each of its threads has run, and a
+ * SCHED_IDLE thread beside a busy CPU may wait a long time for its turn;
+ * so a poller is SCHED_IDLE only while it polls (SCHED_OTHER parked), and
+ * exit() raises every poller to real time until it has left its loop
+ * (poll_exit_all(), from a destructor).  Raised to SCHED_OTHER only, a
+ * poller would keep the vruntime it ran up at weight 3 on kernels that
+ * do not renormalize it (6.1's CFS).  A process killed by a signal's
+ * default action runs no code of ours: its pollers still wait their turn.
  *
  * hog_synchronize().  A poller running on its CPU now means no other
  * thread of ours runs there: each was switched out, and a context switch
  * is a full barrier (the scheduler's smp_mb__after_spinlock()).  So the
  * caller bumps a generation (seq_cst), and a poller that reads it, is
  * still on its CPU, and issues a seq_cst fence before publishing its ack
- * (release) proves, for that CPU, what a hog's run would: a thread that
- * was running there at the bump was switched out before the poller ran
- * (its accesses ordered before the ack, which the caller acquires), and
- * one switched in later passes a context switch after the poller read
- * the new generation (so after the caller's accesses).  That is the
- * argument of membarrier(2)'s expedited command, with the poller's
- * presence in place of its IPI.  A CPU whose poller does not answer in
- * CLAIM_NS gets its hog, as in sleep mode.
- *
- * Within the process, SCHED_IDLE does not mean "only when nothing else
- * runs": EEVDF may pick a poller over a runnable thread of ours (a new
- * poller has no lag against it), and with HZ=250 and no preemption of a
- * running fair task between ticks, that thread then waits up to 4 ms (a
- * trace caught a caller waiting 4.5 ms behind its CPU's poller after its
- * first stop_machine()).  So a poller calls sched_yield() every YIELD_NS:
- * its deadline moves on and a runnable thread is picked; when none is,
- * the call returns at once.
- *
- * A new poller starts stepped aside: it polls once its CPU was idle
- * for a whole look (100 ms after cpuhog_init() on an idle machine).  A
- * short-lived process, or a forked child that calls a few times and
- * exits, then never competes.  And a poller is SCHED_IDLE only while it
- * polls: born SCHED_OTHER (never the creator's real time), it goes back
- * to SCHED_OTHER when it parks, where the process may (see park()),
- * because a thread must run to exit: a fork storm's children, whose
- * SCHED_IDLE pollers sat on CPUs busy with the parent's calls, took up
- * to a second each to be reaped, and the canary woke 130 ms late.
- *
- * The same holds for the process's exit: exit_group() kills every
- * thread, but the process is gone only once each has run, and a polling
- * poller beside a busy CPU of its session waited 118-174 ms for its turn
- * (sleep mode: 1 ms).  So exit() stops the pollers first (a destructor
- * in lifecycle.c; poll_exit_all()).  A process killed by a signal's default
- * action runs no code of ours: its pollers still wait for their turn.
+ * (release) proves for that CPU what a hog's run would: membarrier(2)'s
+ * expedited argument, with the poller's presence in place of its IPI.  A
+ * CPU whose poller does not answer in CLAIM_NS gets its hog.
  *
  * With cpuhog_attr.poll_ns the poller parks after that long without
- * work, and the hog unparks it after its next batch (Seastar's reactors
- * poll 200 us, then sleep).  A poller whose CPU went away parks and
- * re-pins itself when the CPU is back.  Nothing here allocates on a
- * call's path.
+ * work, and the hog unparks it after its next batch.  A poller whose CPU
+ * went away parks and re-pins itself when the CPU is back.  Nothing here
+ * allocates on a call's path.
  */
 #include "internal.h"
 
@@ -130,11 +89,8 @@ static void set_policy(int policy)
 
 /*
  * Park until unparked, stopped, or @deadline; producers see it at once.
- * Parked, a poller is SCHED_OTHER (born so; back from SCHED_IDLE where
- * the process may: CAP_SYS_NICE, or RLIMIT_NICE 20): a thread must run
- * to die, and a
- * SCHED_IDLE one on a busy CPU waited up to a second to, holding up its
- * process's exit (a forked child's waitpid() took 170-970 ms, not 3).
+ * Parked, a poller is SCHED_OTHER where the process may leave SCHED_IDLE
+ * (CAP_SYS_NICE, or RLIMIT_NICE 20): a thread must run to die.
  */
 static void park(struct hog *h, uint32_t how, uint64_t deadline)
 {
@@ -236,9 +192,8 @@ static void resume(struct poller *p)
 }
 
 /* Whether our hog ran a batch since we last looked: then @t is the last
- * work (poll_ns).  Asked at every pause and before every poll_ns park: a
- * call's batch pauses us for ~5 us only, under PAUSE_NS, and a poller
- * that looked only at long pauses parked while calls came every 500 us. */
+ * work (poll_ns).  Asked before every poll_ns park too: a batch pauses
+ * us for less than PAUSE_NS. */
 static bool worked(struct hog *h, struct poller *p, uint64_t t)
 {
 	uint32_t b = atomic_load_explicit(&h->batches, memory_order_relaxed);
@@ -472,15 +427,8 @@ static void poll_tell_stop(struct hog *h)
 		futex_wake(&h->poll_parked, 1);
 }
 
-/*
- * A polling poller is SCHED_IDLE: on a busy CPU its next turn may be a
- * tenth of a second away, and it must run to stop, or to let its process
- * exit.  Raised to SCHED_OTHER only, a poller that had polled at
- * SCHED_IDLE kept the vruntime it ran up there (341 times its run time,
- * at weight 3) on a kernel that does not renormalize it (6.1's CFS), and
- * waited 0.1-2 s behind a busy task of its CPU: so the lowest real-time
- * priority where the process may, else SCHED_OTHER.
- */
+/* A poller must run to stop (design note: Exit): the lowest real-time
+ * priority where the process may, else SCHED_OTHER. */
 static void raise_poller(struct hog *h)
 {
 	if (pthread_setschedparam(h->poller, SCHED_FIFO,
@@ -490,12 +438,10 @@ static void raise_poller(struct hog *h)
 }
 
 /*
- * Raise the poller until it has left its loop.  One raise is not
- * enough: a poller between its look at poll_stop and its own
- * set_policy() (park(), resume()) lowers itself again after us, then
- * waits its turn behind the busy task (at 16 vCPUs, exit took 1.7 s of
- * a 2 s spinner).  Once it is raised and running, it reaches its loop's
- * head and leaves; a raise after poll_left holds.
+ * Raise the poller until it has left its loop: one raise is not enough,
+ * as a poller between its look at poll_stop and its own set_policy()
+ * (park(), resume()) lowers itself again after us.  A raise after
+ * poll_left holds.
  */
 static void raise_until_left(struct hog *h)
 {
@@ -520,15 +466,12 @@ static bool past(const struct timespec *until)
 
 /*
  * The process exits: every poller of @hogs is told to leave, then all are
- * raised, round after round, until each has left its loop or @until
- * (CLOCK_REALTIME), and those that left are joined, so that no finished
- * thread is left unjoined.  Every poller is raised for the whole window:
- * raised one after another against one deadline, the later ones got a
- * single raise each once the first had used the time, and one that then
- * lowered itself (raise_until_left()) held a 16-vCPU guest's exit 2 s.
- * A poller that cannot run by then (exit() from a callback of a stop,
- * whose hogs spin on every CPU) the exit kills.  Calls made after this
- * (other destructors) wake their hogs themselves.
+ * raised together, round after round (one after another against one
+ * deadline, the later ones would get a single raise), until each has
+ * left its loop or @until (CLOCK_REALTIME); those that left are joined.
+ * A poller that cannot run by then (exit() from a stop's callback, whose
+ * hogs spin on every CPU) the exit kills.  Calls made after this (other
+ * destructors) wake their hogs themselves.
  */
 void poll_exit_all(struct hog *hogs, unsigned int n,
 		   const struct timespec *until)

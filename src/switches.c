@@ -4,68 +4,38 @@
  * by report.c's sleep check).
  *
  * The sleep check compares the hog's voluntary context switches before
- * and after a callback (getrusage(RUSAGE_THREAD)): two system calls per
- * callback.  Most callbacks are never switched out at all, and the rseq
- * area that glibc registers for every thread can say so for free.  Its
- * rseq_cs field names the thread's current critical section; the kernel
- * sets it to 0 when it preempts, blocks, migrates or signals the thread
- * while the instruction pointer is outside that section (include/uapi/
- * linux/rseq.h: "set to NULL by the kernel ... when the kernel detects
- * that it is preempting or delivering a signal outside of the range").
- * So the hog points it at a section that contains no instruction (the
- * "watch", quiet_cs below) and looks later: still there, and nothing
- * switched the hog out in between, so its counts have not moved.
+ * and after a callback (getrusage(RUSAGE_THREAD)).  Most callbacks are
+ * never switched out at all, and the rseq area that glibc registers for
+ * every thread can say so for free: the kernel sets its rseq_cs field to
+ * 0 when it preempts, blocks, migrates or signals the thread while the
+ * instruction pointer is outside that section (include/uapi/linux/
+ * rseq.h).  So the hog points it at a section that contains no
+ * instruction (the "watch", quiet_cs below), armed before each read of
+ * its counts: while the watch stays, the counts read are still exact,
+ * and a callback after which it stays did not sleep, with no system call.
  *
- * What the hog knows of its counts (struct hog: sw, sw_state):
- *   SW_NONE     nothing: the next look reads them (arming the watch
- *               first, so a switch after the read clears it);
- *   SW_READ     read, and the watch armed before the read: exact for as
- *               long as the watch stays;
- *   SW_CARRIED  carried across the hog's own futex wait: the watch was
- *               armed before it, cleared by it, and the wait returned 0,
- *               woken: that is one block, so nvcsw + 1.  Exact but for a
- *               wait that blocked twice (a SIGSTOP or a cgroup freeze
- *               while the hog waited, or a PREEMPT_RT lock inside the
- *               futex call), which counts one low, or that was woken
- *               before it slept but preempted there, one high.
- *
- * A callback whose watch stays did not sleep: no system call.  One that
- * was switched out is read after (one getrusage), against the baseline.
- * A carried baseline may be one low (above), which would make a callback
- * that was only preempted look as if it slept; so against a carried
- * baseline a sleep counts only where the involuntary switches did not
- * move (the callback was switched out, and not by preemption: it
- * blocked).  The price is that a callback both preempted and asleep, on a
- * carried baseline, goes unreported.  A PREEMPT_RT kernel never carries
- * (it reads after every wake: one getrusage per batch).
- *
- * Minor faults switch nothing, so the watch holds through them, but the
- * check subtracts them (a fault may wait for another thread's mmap
- * lock): faults of the hog's own code between a read and a callback
- * would hide that callback's sleep.  So the hog reuses a read, or
- * carries one, only once warm (SW_WARM), and forgets its counts after a
- * report (sw_forget()), whose paths run for the first time then.  An
- * 8-vCPU guest, where the next work was often queued before the hog
- * looked, hid sleeps so in its first callbacks until reads waited for
- * warmth.  A warm hog faults between callbacks only where the kernel
- * takes its pages away (NUMA balancing, reclaim, a fork's copy-on-write),
- * and such a fault only ever hides a sleep; none makes one up.  Strict
- * mode, which aborts on a report, takes no such chance: it reads before
- * and after every callback (two getrusage), as the check did before the
- * watch (strict_sees_sleep_after_a_fault).
+ * Every baseline is a read, never an estimate: after its futex wait the
+ * hog reads again (one getrusage per wake), because how many times the
+ * wait blocked is not knowable (a SIGSTOP and SIGCONT while it waited
+ * make it two).  A callback that was switched out is read after (one
+ * more getrusage).  Minor faults switch nothing, so the watch holds
+ * through them, but the check subtracts them (a fault may wait for
+ * another thread's mmap lock): faults of the hog's own code between a
+ * read and a callback would hide that callback's sleep, so the hog
+ * reuses a read only once warm (SW_WARM callbacks), and forgets it after
+ * a report (sw_forget()).  Strict mode, which aborts on a report, reads
+ * before and after every callback.
  *
  * A callback may use rseq itself and leave rseq_cs pointing at its own
- * section: the watch is then not ours, and the hog reads, as when it was
- * switched out.  Where glibc registered no rseq area (glibc before 2.35,
- * the glibc.pthread.rseq=0 tunable, qemu-user), or the kernel does not
- * clear the field on a switch in a system call (6.19 on: watch_works()),
- * every look reads: two getrusage() per callback, as before.
+ * section: the watch is then not ours, and the hog reads.  Where glibc
+ * registered no rseq area (glibc before 2.35, glibc.pthread.rseq=0,
+ * qemu-user), or the kernel does not clear the field on a switch in a
+ * system call (6.19 on: watch_works()), every look reads.
  */
 #include "internal.h"
 
 #include <stddef.h>
 #include <string.h>
-#include <sys/utsname.h>
 
 #if defined(__has_include)
 #if __has_include(<sys/rseq.h>)
@@ -122,8 +92,7 @@ static void *own_area(void)
 }
 #endif
 
-static _Atomic int carry_ok = -1; /* relaxed: any hog may compute it */
-static _Atomic int watch_ok = -1;  /* the same */
+static _Atomic int watch_ok = -1; /* relaxed: any hog may compute it */
 
 /* Whether the watch is ours and still set: no switch since arming it. */
 static bool watch_holds(struct hog *h)
@@ -184,39 +153,18 @@ static bool watch_works(struct hog *h)
 	return ok > 0;
 }
 
-/* Whether a woken wait may count as one block: not on PREEMPT_RT, where
- * the futex call's own locks may block too.  (Strict mode carries too,
- * but never uses what it carries: may_reuse().) */
-static bool may_carry(void)
-{
-	return atomic_load_explicit(&carry_ok, memory_order_relaxed) > 0;
-}
-
 /* At the hog's start, on its own thread (the rseq area is per thread). */
 void sw_init(struct hog *h)
 {
-	struct utsname u;
-
-	if (atomic_load_explicit(&carry_ok, memory_order_relaxed) < 0)
-		atomic_store_explicit(&carry_ok,
-				      uname(&u) != 0 ||
-					      !strstr(u.version, "PREEMPT_RT"),
-				      memory_order_relaxed);
 	h->rseq = own_area();
 	if (h->rseq && !watch_works(h))
 		h->rseq = NULL;
-	h->sw_state = SW_NONE;
-	h->sw_waits = h->sw_checks = 0;
+	h->sw_read = false;
+	h->sw_checks = 0;
 }
 
-/*
- * A hog's first batches run its code for the first time, and every first
- * touch of a page is a minor fault, which switches nothing: between a
- * read and the next callback such faults would count against that
- * callback's sleeps.  So a hog reuses a read only from its SW_WARM'th
- * callback on, and carries one across a wait only from its SW_WARM'th
- * wait on, its paths warm by then.
- */
+/* A hog's first callbacks run its code for the first time: every first
+ * touch of a page is a minor fault (design note). */
 #define SW_WARM 4
 
 /* Whether a read may serve a later callback: not in strict mode, whose
@@ -230,16 +178,12 @@ static bool may_reuse(struct hog *h)
 /* The counts now, reading them only if the watch went. */
 void sw_now(struct hog *h, struct sw_count *out)
 {
-	if (h->sw_state == SW_NONE || !may_reuse(h) || !watch_holds(h)) {
+	if (!h->sw_read || !may_reuse(h) || !watch_holds(h)) {
 		arm(h); /* first: a switch after the read clears it */
 		thread_switches(&h->sw);
-		h->sw_state = h->rseq ? SW_READ : SW_NONE;
-		*out = h->sw;
-		out->exact = true;
-		return;
+		h->sw_read = h->rseq != NULL;
 	}
 	*out = h->sw;
-	out->exact = h->sw_state == SW_READ;
 }
 
 /* The blocks since @before (a sw_now()): 0 where the watch held. */
@@ -253,8 +197,6 @@ long sw_slept_since(struct hog *h, const struct sw_count *before)
 	/* a minor fault may wait for the mmap lock (another thread's
 	 * fork() or mmap()): the process's doing, not the callback's */
 	slept = (now.nv - before->nv) - (now.flt - before->flt);
-	if (!before->exact && now.niv != before->niv)
-		return 0; /* preempted, on a baseline maybe one low */
 	return slept > 0 ? slept : 0;
 }
 
@@ -263,29 +205,5 @@ long sw_slept_since(struct hog *h, const struct sw_count *before)
  * against the next callback's sleeps. */
 void sw_forget(struct hog *h)
 {
-	h->sw_state = SW_NONE;
-}
-
-/* Before the hog's futex wait: only a watch that holds can be carried. */
-void sw_wait_begin(struct hog *h)
-{
-	if (h->sw_state != SW_NONE && !watch_holds(h))
-		h->sw_state = SW_NONE;
-}
-
-/* After it, with its result (0: woken). */
-void sw_wait_end(struct hog *h, int ret)
-{
-	bool warm = h->sw_waits >= SW_WARM;
-
-	h->sw_waits += !warm;
-	if (h->sw_state == SW_NONE || watch_holds(h))
-		return; /* unknown, or never switched out: as it was */
-	if (ret == 0 && warm && may_carry()) {
-		h->sw.nv += 1;
-		h->sw_state = SW_CARRIED;
-		arm(h);
-	} else {
-		h->sw_state = SW_NONE;
-	}
+	h->sw_read = false;
 }

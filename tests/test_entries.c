@@ -282,10 +282,11 @@ struct kind {
 /*
  * Today's figures, measured on 2 CPUs.  Sleep mode's hog_one_cpu: the
  * caller's wake (1); the hog's futex wait and the signal check's
- * rt_sigpending() (2).  The sleep check reads the hog's switches only
- * after a callback that was switched out (src/switches.c), where the
- * kernel says so through rseq; where it cannot (6.19 on, no rseq), two
- * getrusage() per checked callback (watch_free() below).  The hog's
+ * rt_sigpending() (2); the sleep check's read of the hog's switches
+ * after its wake (1, counted by `checked`), and again only after a
+ * callback that was switched out (src/switches.c), where the kernel says
+ * so through rseq; where it cannot (6.19 on, no rseq), two getrusage()
+ * per checked callback (watch_free() below).  The hog's
  * affinity is read once in 64 batches, and when it finds itself off its
  * CPU: not in a window's median.  Poll mode takes the caller's wake of a
  * remote hog (its poller wakes it), and hog_synchronize() asks nothing of
@@ -347,7 +348,7 @@ static void bounds(const struct kind *kd, bool poll, int n, long *cmax,
 	int woken = kd->op == op_sync ? n - 1 : n; /* hogs the call wakes */
 	int on2 = kd->op == op_sync ? 1 : 2;	     /* of which on 2 CPUs */
 
-	long hogs = kd->hogs[poll] + (watch_free() ? 0 : 2 * kd->checked);
+	long hogs = kd->hogs[poll] + (watch_free() ? 1 : 2) * kd->checked;
 
 	*cmax = kd->caller[poll];
 	*hmax = hogs;
