@@ -97,14 +97,6 @@ static void work_finish(struct work *w, int ret, uint32_t ran)
 		group_arrive(g, gen);
 }
 
-static void hog_count(_Atomic uint64_t *ctr)
-{
-	/* relaxed load + store: the hog is the only writer */
-	atomic_store_explicit(
-		ctr, atomic_load_explicit(ctr, memory_order_relaxed) + 1,
-		memory_order_relaxed);
-}
-
 /* Run @w; false, with @w untouched, where the hog's last look before fn
  * finds it moved off its CPU. */
 static bool run_one(struct hog *h, struct work *w)
@@ -128,8 +120,8 @@ static bool run_one(struct hog *h, struct work *w)
 	if (check)
 		check_end(h, w->fn, &ck);
 	else if (!internal && sched_getcpu() != (int)h->cpu)
-		hog_count(&h->migrated);
-	hog_count(&h->run);
+		hog_bump(&h->migrated);
+	hog_bump(&h->run);
 	work_finish(w, ret, 1);
 	/* after the completion, not before: the first system call after the
 	 * hog's wake costs it about 0.9 us here (860 ns against 230 ns for
@@ -144,7 +136,7 @@ static bool run_one(struct hog *h, struct work *w)
 /* A work for a CPU the hog is not on: it fails, and fn never runs. */
 static void refuse(struct hog *h, struct work *w)
 {
-	hog_count(&h->refused);
+	hog_bump(&h->refused);
 	work_finish(w, -ENOENT, 0);
 }
 

@@ -239,6 +239,15 @@ HIDDEN void obtain_priority(struct hog *h, int want);
 HIDDEN void serialize_core(void);
 HIDDEN void thread_switches(struct sw_count *out);
 
+/* One more in a hog's counter (struct hog: run, slept, ...): a relaxed
+ * load and store, as the hog is its only writer. */
+static inline void hog_bump(_Atomic uint64_t *ctr)
+{
+	atomic_store_explicit(
+		ctr, atomic_load_explicit(ctr, memory_order_relaxed) + 1,
+		memory_order_relaxed);
+}
+
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

@@ -57,14 +57,6 @@ static void say(struct hog *h, cpuhog_fn_t fn, const char *what,
 						     : sizeof(msg) - 1);
 }
 
-static void bump(_Atomic uint64_t *ctr)
-{
-	/* relaxed load + store: only the hog writes its counters */
-	atomic_store_explicit(
-		ctr, atomic_load_explicit(ctr, memory_order_relaxed) + 1,
-		memory_order_relaxed);
-}
-
 /*
  * A callback slept if it made voluntary switches beyond its minor faults
  * (switches.c counts them, without a system call where the hog was not
@@ -85,10 +77,10 @@ void check_end(struct hog *h, cpuhog_fn_t fn, const struct check *ck)
 	char what[96];
 
 	if (sched_getcpu() != (int)h->cpu)
-		bump(&h->migrated);
+		hog_bump(&h->migrated);
 	if (slept > 0) {
 		PROBE3(report_sleep, h->cpu, fn, slept);
-		bump(&h->slept);
+		hog_bump(&h->slept);
 		snprintf(what, sizeof(what),
 			 "slept (%ld voluntary context switches)", slept);
 		if (c->flags & CPUHOG_F_STRICT) {
@@ -101,7 +93,7 @@ void check_end(struct hog *h, cpuhog_fn_t fn, const struct check *ck)
 	}
 	if (dt > c->overrun_ns) {
 		PROBE3(report_overrun, h->cpu, fn, dt);
-		bump(&h->overran);
+		hog_bump(&h->overran);
 		if (first_report(c, fn, KIND_OVERRAN)) {
 			snprintf(what, sizeof(what),
 				 "ran %.1f ms (threshold %.1f ms)", dt / 1e6,
