@@ -121,7 +121,8 @@ bool mask_allows(int status_fd, size_t setsize, cpu_set_t *scratch,
 	p = strstr(buf, "\nCpus_allowed_list:");
 	if (!p)
 		return true;
-	if (parse_cpulist(p + 19, setsize, scratch) < 0)
+	p += 19; /* past the name, then the tab */
+	if (parse_cpulist(p + strspn(p, " \t"), setsize, scratch) < 0)
 		return true;
 	return CPU_ISSET_S(cpu, setsize, scratch);
 }
