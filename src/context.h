@@ -139,23 +139,7 @@ struct hog {
 	/* The work of multi-CPU calls, one at a time (serialized). */
 	struct work slot;
 
-	/* Poll mode (poll.c).  Written by the hog: its batch count, which
-	 * tells its poller when work last came (poll_ns). */
-	_Atomic uint32_t batches;
-	/* Written by the poller, read by producers: when it last looked
-	 * (0: parked), the last barrier it acknowledged, the wakes it took;
-	 * and the futex it parks on. */
-	alignas(CACHELINE) _Atomic uint64_t poll_beat;
-	_Atomic uint32_t poll_ack;
-	_Atomic uint32_t poll_parked; /* futex: how it is parked, 0 polling */
-	_Atomic uint64_t poll_claims, poll_fallbacks;
-	_Atomic bool poll_stop;
-	_Atomic bool poll_left; /* out of its loop: changes its policy no more */
-	_Atomic bool poller_on; /* read by producers and the hog */
-	cpu_set_t *poll_mask; /* the poller's scratch for pin_to() */
-	int poll_fd;    /* the poller's /proc/stat, -1 when it has none */
-	char *poll_buf; /* and its buffer: ctx_free() frees both in a fork */
-	pthread_t poller;
+	struct poller *poll; /* poll mode: its poller (poll.c), or NULL */
 };
 
 /*

@@ -62,7 +62,8 @@
 #define pinned_to cpuhog_i_pinned_to
 #define poll_offer cpuhog_i_poll_offer
 #define poll_polling cpuhog_i_poll_polling
-#define poll_raise cpuhog_i_poll_raise
+#define poll_counts cpuhog_i_poll_counts
+#define poll_forget cpuhog_i_poll_forget
 #define poll_exit_all cpuhog_i_poll_exit_all
 #define poll_start cpuhog_i_poll_start
 #define poll_stop cpuhog_i_poll_stop
@@ -175,6 +176,9 @@ HIDDEN void poll_exit_all(struct hog *hogs, unsigned int n,
 			  const struct timespec *until);
 HIDDEN unsigned int poll_sync(struct ctx *c, unsigned int n);
 HIDDEN bool poll_polling(const struct hog *h);
+HIDDEN void poll_forget(struct hog *h);
+HIDDEN void poll_counts(const struct ctx *c, uint64_t *claims,
+			uint64_t *fallbacks);
 
 /* switches.c: whether a hog was switched out, from its rseq area where
  * it can (under the rooms: report.c and hog.c use it) */

@@ -127,12 +127,7 @@ static void ctx_free(struct ctx *c)
 		free(c->hogs[i].mask);
 		if (c->hogs[i].status_fd >= 0)
 			close(c->hogs[i].status_fd);
-		/* a poller's, left by fork() in an inherited context (a
-		 * stopped poller has already let go of them) */
-		if (c->hogs[i].poll_fd >= 0)
-			close(c->hogs[i].poll_fd);
-		free(c->hogs[i].poll_buf);
-		CPU_FREE(c->hogs[i].poll_mask);
+		poll_forget(&c->hogs[i]); /* a fork's inherited context */
 	}
 	free(c->hogs);
 	free(c->by_cpu);
@@ -379,7 +374,6 @@ static int hog_start(struct ctx *c, struct hog *h, unsigned int cpu)
 	h->cpu = cpu;
 	h->ctx = c;
 	h->status_fd = -1;
-	h->poll_fd = -1;
 	h->masksize = CPU_ALLOC_SIZE(c->nr_cpu_ids);
 	h->mask = CPU_ALLOC(c->nr_cpu_ids);
 	if (!h->mask)
@@ -822,8 +816,7 @@ int cpuhog_get_info(struct cpuhog_info *info)
 		atomic_load_explicit(&c->stop_timeouts, memory_order_relaxed);
 	info->holds_released =
 		atomic_load_explicit(&c->holds_released, memory_order_relaxed);
-	info->poll_claims = sum(c, offsetof(struct hog, poll_claims));
-	info->poll_fallbacks = sum(c, offsetof(struct hog, poll_fallbacks));
+	poll_counts(c, &info->poll_claims, &info->poll_fallbacks);
 	info->poll_sync_acks =
 		atomic_load_explicit(&c->poll_sync_acks, memory_order_relaxed);
 	info->transit_naps =

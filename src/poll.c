@@ -78,6 +78,33 @@
 /* How a poller is parked: its hog's next batch ends only an idle park. */
 enum { POLLING, PARKED_IDLE, PARKED_TIMED };
 
+/* A hog's poller (struct hog.poll): this file's alone. */
+struct poller {
+	/* Written by the poller, read by producers: when it last looked
+	 * (0: parked), the last barrier it acknowledged, the wakes it took;
+	 * the futex it parks on (how it is parked, POLLING: not). */
+	alignas(CACHELINE) _Atomic uint64_t beat;
+	_Atomic uint32_t ack;
+	_Atomic uint32_t parked;
+	_Atomic uint64_t claims, fallbacks;
+	_Atomic bool stop;
+	_Atomic bool left; /* out of its loop: changes its policy no more */
+	_Atomic bool on;   /* running: producers may leave it the wake */
+	/* Written by the hog: its batch count (poll_unpark()). */
+	alignas(CACHELINE) _Atomic uint32_t batches;
+	/* The poller's own: its rounds' counts (stepped_aside()), the last
+	 * batch count it saw, its /proc/stat and buffer, its scratch mask
+	 * for pin_to().  poll_free() frees them in a forked child. */
+	uint64_t prev, last_work, window, lost, yielded;
+	uint32_t seen;
+	int stat_fd;
+	char *buf;
+	size_t bufsize;
+	cpu_set_t *mask;
+	struct hog *hog;
+	pthread_t thread;
+};
+
 /* The calling thread's policy: SCHED_IDLE to poll (resume()), SCHED_OTHER
  * parked. */
 static void set_policy(int policy)
@@ -92,35 +119,36 @@ static void set_policy(int policy)
  * Parked, a poller is SCHED_OTHER where the process may leave SCHED_IDLE
  * (CAP_SYS_NICE, or RLIMIT_NICE 20): a thread must run to die.
  */
-static void park(struct hog *h, uint32_t how, uint64_t deadline)
+static void park(struct poller *p, uint32_t how, uint64_t deadline)
 {
 	/* relaxed: a hint for producers, who then wake the hog themselves */
-	atomic_store_explicit(&h->poll_beat, 0, memory_order_relaxed);
+	atomic_store_explicit(&p->beat, 0, memory_order_relaxed);
 	set_policy(SCHED_OTHER); /* EPERM without the privilege: stays */
 	/* seq_cst store, then poll_unpark()'s or poll_stop()'s seq_cst
 	 * load: either they see us parked or we see their store */
-	atomic_store(&h->poll_parked, how);
-	store_load_fence(); /* parked before the look at poll_stop */
-	if (!atomic_load(&h->poll_stop) && atomic_load(&h->poll_parked) == how)
-		futex_wait(&h->poll_parked, how, deadline);
-	atomic_store(&h->poll_parked, POLLING);
+	atomic_store(&p->parked, how);
+	store_load_fence(); /* parked before the look at stop */
+	if (!atomic_load(&p->stop) && atomic_load(&p->parked) == how)
+		futex_wait(&p->parked, how, deadline);
+	atomic_store(&p->parked, POLLING);
 }
 
 /* Work for a sleeping hog: take the wake (the exchange owns it). */
-static void claim(struct hog *h)
+static void claim(struct poller *p)
 {
+	struct hog *h = p->hog;
+
 	/* acquire: pairs with the producer's seq_cst push */
 	if (!atomic_load_explicit(&h->head, memory_order_acquire))
 		return;
 	if (atomic_load(&h->sleeping) && atomic_exchange(&h->sleeping, 0)) {
-		atomic_fetch_add_explicit(&h->poll_claims, 1,
-					  memory_order_relaxed);
+		atomic_fetch_add_explicit(&p->claims, 1, memory_order_relaxed);
 		futex_wake(&h->sleeping, 1);
 	}
 }
 
 /* Acknowledge hog_synchronize()'s generation @gen (design note). */
-static void ack(struct hog *h, uint32_t gen)
+static void ack(struct poller *p, uint32_t gen)
 {
 	/* orders what ran on this CPU before us (switched out, a full
 	 * barrier each) before the ack the caller acquires */
@@ -132,16 +160,8 @@ static void ack(struct hog *h, uint32_t gen)
 #else
 	atomic_thread_fence(memory_order_seq_cst);
 #endif
-	atomic_store_explicit(&h->poll_ack, gen, memory_order_release);
+	atomic_store_explicit(&p->ack, gen, memory_order_release);
 }
-
-struct poller {
-	uint64_t prev, last_work, window, lost, yielded;
-	uint32_t batches;
-	int stat_fd; /* /proc/stat, for the CPU's idle time */
-	char *buf;
-	size_t bufsize;
-};
 
 /* The idle time of @cpu so far, in /proc/stat's units; -1 if unknown.
  * The CPU lines come first: one read of the start of the file. */
@@ -164,16 +184,17 @@ static long long cpu_idle(struct poller *p, unsigned int cpu)
 }
 
 /* Parked aside: until the CPU was idle enough for a whole look. */
-static void aside(struct hog *h, struct poller *p)
+static void aside(struct poller *p)
 {
-	long long before = cpu_idle(p, h->cpu), after;
+	unsigned int cpu = p->hog->cpu;
+	long long before = cpu_idle(p, cpu), after;
 	long hz = sysconf(_SC_CLK_TCK);
 
 	for (;;) {
-		park(h, PARKED_TIMED, deadline_in(ASIDE_NS));
-		if (atomic_load_explicit(&h->poll_stop, memory_order_relaxed))
+		park(p, PARKED_TIMED, deadline_in(ASIDE_NS));
+		if (atomic_load_explicit(&p->stop, memory_order_relaxed))
 			return;
-		after = cpu_idle(p, h->cpu);
+		after = cpu_idle(p, cpu);
 		if (before < 0 || after < 0 ||
 		    (after - before) * 100 * 1000000000ll >=
 			    IDLE_ENOUGH * (long long)ASIDE_NS * hz)
@@ -194,13 +215,13 @@ static void resume(struct poller *p)
 /* Whether our hog ran a batch since we last looked: then @t is the last
  * work (poll_ns).  Asked before every poll_ns park too: a batch pauses
  * us for less than PAUSE_NS. */
-static bool worked(struct hog *h, struct poller *p, uint64_t t)
+static bool worked(struct poller *p, uint64_t t)
 {
-	uint32_t b = atomic_load_explicit(&h->batches, memory_order_relaxed);
+	uint32_t b = atomic_load_explicit(&p->batches, memory_order_relaxed);
 
-	if (b == p->batches)
+	if (b == p->seen)
 		return false;
-	p->batches = b;
+	p->seen = b;
 	p->last_work = t;
 	return true;
 }
@@ -210,17 +231,17 @@ static bool worked(struct hog *h, struct poller *p, uint64_t t)
  * LOST_MAX_NS of the window.  Then step aside until it is idle again
  * (design note).
  */
-static bool stepped_aside(struct hog *h, struct poller *p, uint64_t t)
+static bool stepped_aside(struct poller *p, uint64_t t)
 {
 	if (t - p->window > WINDOW_NS) { /* a new window */
 		p->window = t;
 		p->lost = 0;
 	}
-	worked(h, p, t);
+	worked(p, t);
 	p->lost += t - p->prev;
 	p->prev = t;
 	if (p->lost > LOST_MAX_NS) {
-		aside(h, p);
+		aside(p);
 		resume(p);
 		return true;
 	}
@@ -228,99 +249,89 @@ static bool stepped_aside(struct hog *h, struct poller *p, uint64_t t)
 }
 
 /* Off our CPU (offline, cpuset): park, then try to go back. */
-static void away(struct hog *h, struct poller *p)
+static void away(struct poller *p)
 {
-	park(h, PARKED_TIMED, deadline_in(AWAY_RETRY_NS));
-	pin_to(h->masksize, h->poll_mask, h->cpu);
+	park(p, PARKED_TIMED, deadline_in(AWAY_RETRY_NS));
+	pin_to(p->hog->masksize, p->mask, p->hog->cpu);
 	resume(p);
+}
+
+/* One round of the poller's loop. */
+static void poll_round(struct poller *p, struct ctx *c, uint32_t *acked)
+{
+	uint64_t t = now_ns();
+	uint32_t gen;
+
+	/* a pause over PAUSE_NS: another task ran, or our hog */
+	if (t - p->prev > PAUSE_NS && stepped_aside(p, t))
+		return;
+	/* acquire: the caller's accesses before its bump */
+	gen = atomic_load_explicit(&c->sync_gen, memory_order_acquire);
+	if (sched_getcpu() != (int)p->hog->cpu) { /* after the load */
+		away(p);
+		return;
+	}
+	atomic_store_explicit(&p->beat, t, memory_order_relaxed);
+	if (gen != *acked)
+		ack(p, *acked = gen);
+	claim(p);
+	if (c->poll_ns && t - p->last_work > c->poll_ns && !worked(p, t)) {
+		park(p, PARKED_IDLE, NO_DEADLINE); /* to the next batch */
+		resume(p);
+		return;
+	}
+	if (t - p->yielded > YIELD_NS) {
+		/* a runnable thread of ours goes first; the time it takes
+		 * counts as lost in the next round */
+		sched_yield();
+		p->yielded = t;
+	}
+	p->prev = t;
+	cpu_relax();
 }
 
 static void *poller_main(void *arg)
 {
-	struct hog *h = arg;
-	struct ctx *c = h->ctx;
-	struct poller p = { 0 };
-	uint32_t gen, acked = atomic_load(&c->sync_gen);
-	uint64_t t;
+	struct poller *p = arg;
+	struct ctx *c = p->hog->ctx;
+	uint32_t acked = atomic_load(&c->sync_gen);
 
-	/* the CPU lines of /proc/stat: 'cpuN' and ten numbers each */
-	p.bufsize = 256 + 160 * (size_t)c->nr_cpu_ids;
-	p.buf = malloc(p.bufsize);
-	p.stat_fd = p.buf ? open("/proc/stat", O_RDONLY | O_CLOEXEC) : -1;
-	/* the context owns them too: a forked child, where this thread
-	 * does not exist, frees them with its inherited context */
-	h->poll_fd = p.stat_fd;
-	h->poll_buf = p.buf;
 	/* start as if stepped aside: poll only once the CPU was idle for a
 	 * whole look (a new poller would otherwise compete for it first) */
-	aside(h, &p);
-	resume(&p);
-	while (!atomic_load_explicit(&h->poll_stop, memory_order_relaxed)) {
-		/* a round: a few loads and two vDSO calls, ~50 ns; a pause
-		 * over PAUSE_NS: another task ran, or our hog */
-		t = now_ns();
-		if (t - p.prev > PAUSE_NS && stepped_aside(h, &p, t))
-			continue;
-		/* acquire: the caller's accesses before its bump */
-		gen = atomic_load_explicit(&c->sync_gen, memory_order_acquire);
-		if (sched_getcpu() != (int)h->cpu) { /* after the load */
-			away(h, &p);
-			continue;
-		}
-		atomic_store_explicit(&h->poll_beat, t, memory_order_relaxed);
-		if (gen != acked)
-			ack(h, acked = gen);
-		claim(h);
-		if (c->poll_ns && t - p.last_work > c->poll_ns &&
-		    !worked(h, &p, t)) {
-			park(h, PARKED_IDLE, NO_DEADLINE); /* to the next batch */
-			resume(&p);
-			continue;
-		}
-		if (t - p.yielded > YIELD_NS) {
-			/* a runnable thread of ours goes first; the time it
-			 * takes counts as lost in the next round */
-			sched_yield();
-			p.yielded = t;
-		}
-		p.prev = t;
-		cpu_relax();
-	}
-	/* seq_cst: raise_until_left()'s raises after this leave us raised */
-	atomic_store(&h->poll_left, true);
-	h->poll_fd = -1;
-	h->poll_buf = NULL;
-	if (p.stat_fd >= 0)
-		close(p.stat_fd);
-	free(p.buf);
+	aside(p);
+	resume(p);
+	while (!atomic_load_explicit(&p->stop, memory_order_relaxed))
+		poll_round(p, c, &acked); /* ~50 ns: loads, two vDSO calls */
+	/* seq_cst: raised_and_left()'s raises after this leave us raised */
+	atomic_store(&p->left, true);
 	return NULL;
 }
 
-/* Whether @h's poller is running on its CPU now. */
-static bool poller_live(struct hog *h)
+/* Whether @p is running on its CPU now. */
+static bool poller_live(struct poller *p)
 {
-	uint64_t beat = atomic_load_explicit(&h->poll_beat,
-					     memory_order_relaxed);
+	uint64_t beat = atomic_load_explicit(&p->beat, memory_order_relaxed);
 
 	return beat && (int64_t)(now_ns() - beat) < LIVE_NS;
 }
 
 /*
- * The producer's side of a wake-up (from wake_hog(), the work pushed):
- * while the poller runs, give it the wake for CLAIM_NS.  Returns true
- * when the hog is awake (the poller, or the hog itself, took it).
+ * The hook of the wake path (wake_hog(), the work pushed): while the
+ * poller runs, give it the wake for CLAIM_NS.  Returns true when the hog
+ * is awake (the poller, or the hog itself, took it).
  */
 bool poll_offer(struct hog *h)
 {
+	struct poller *p = h->poll;
 	uint64_t end;
 
-	if (!h->poller_on)
+	if (!p || !atomic_load_explicit(&p->on, memory_order_relaxed))
 		return false;
 	/* on the poller's own CPU it cannot run while we spin; a local
 	 * wake-up is cheap there anyway */
 	if (sched_getcpu() == (int)h->cpu)
 		return false;
-	if (!poller_live(h))
+	if (!poller_live(p))
 		goto fallback;
 	end = now_ns() + CLAIM_NS;
 	while (atomic_load(&h->sleeping)) {
@@ -330,7 +341,7 @@ bool poll_offer(struct hog *h)
 	}
 	return true;
 fallback:
-	atomic_fetch_add_explicit(&h->poll_fallbacks, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&p->fallbacks, 1, memory_order_relaxed);
 	return false;
 }
 
@@ -339,14 +350,23 @@ fallback:
  * stays parked: a busy CPU must not see it back at each call. */
 void poll_unpark(struct hog *h)
 {
+	struct poller *p = h->poll;
 	uint32_t idle = PARKED_IDLE;
 
-	if (!h->poller_on)
+	if (!p || !atomic_load_explicit(&p->on, memory_order_relaxed))
 		return; /* sleep mode: nothing to count */
-	atomic_fetch_add_explicit(&h->batches, 1, memory_order_relaxed);
-	if (atomic_load(&h->poll_parked) == PARKED_IDLE &&
-	    atomic_compare_exchange_strong(&h->poll_parked, &idle, POLLING))
-		futex_wake(&h->poll_parked, 1);
+	atomic_fetch_add_explicit(&p->batches, 1, memory_order_relaxed);
+	if (atomic_load(&p->parked) == PARKED_IDLE &&
+	    atomic_compare_exchange_strong(&p->parked, &idle, POLLING))
+		futex_wake(&p->parked, 1);
+}
+
+/* Whether @h's poller acknowledged generation @gen. */
+static bool acked(struct hog *h, uint32_t gen)
+{
+	/* acquire: pairs with ack()'s release */
+	return h->poll &&
+	       atomic_load_explicit(&h->poll->ack, memory_order_acquire) == gen;
 }
 
 /*
@@ -366,13 +386,11 @@ unsigned int poll_sync(struct ctx *c, unsigned int n)
 	 * the caller issued; a poller that reads gen sees them */
 	gen = atomic_fetch_add(&c->sync_gen, 1) + 1;
 	for (i = 0; i < n; i++)
-		asked += poller_live(c->msel[i]);
+		asked += c->msel[i]->poll && poller_live(c->msel[i]->poll);
 	end = now_ns() + (asked ? CLAIM_NS : 0);
 	do {
 		for (i = left = 0; i < n; i++)
-			/* acquire: pairs with ack()'s release */
-			if (atomic_load_explicit(&c->msel[i]->poll_ack,
-						 memory_order_acquire) != gen)
+			if (!acked(c->msel[i], gen))
 				c->msel[left++] = c->msel[i];
 		atomic_fetch_add_explicit(&c->poll_sync_acks, n - left,
 					  memory_order_relaxed);
@@ -381,19 +399,50 @@ unsigned int poll_sync(struct ctx *c, unsigned int n)
 	return n;
 }
 
+/* @p's memory and descriptors (its thread gone, or never in this
+ * process: a forked child's inherited context). */
+static void poller_free(struct poller *p)
+{
+	if (p->stat_fd >= 0)
+		close(p->stat_fd);
+	free(p->buf);
+	CPU_FREE(p->mask);
+	free(p);
+}
+
+static struct poller *poller_new(struct hog *h)
+{
+	struct poller *p = aligned_alloc(CACHELINE, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	memset(p, 0, sizeof(*p));
+	p->hog = h;
+	/* the CPU lines of /proc/stat: 'cpuN' and ten numbers each */
+	p->bufsize = 256 + 160 * (size_t)h->ctx->nr_cpu_ids;
+	p->buf = malloc(p->bufsize);
+	p->mask = CPU_ALLOC(h->ctx->nr_cpu_ids);
+	p->stat_fd = p->buf ? open("/proc/stat", O_RDONLY | O_CLOEXEC) : -1;
+	if (!p->buf || !p->mask) {
+		poller_free(p);
+		return NULL;
+	}
+	CPU_ZERO_S(h->masksize, p->mask);
+	CPU_SET_S(h->cpu, h->masksize, p->mask);
+	return p;
+}
+
 int poll_start(struct hog *h)
 {
 	struct sched_param sp = { 0 };
+	struct poller *p = poller_new(h);
 	pthread_attr_t pa;
 	sigset_t all;
 	char name[16];
 	int r;
 
-	h->poll_mask = CPU_ALLOC(h->ctx->nr_cpu_ids);
-	if (!h->poll_mask)
+	if (!p)
 		return -ENOMEM;
-	CPU_ZERO_S(h->masksize, h->poll_mask);
-	CPU_SET_S(h->cpu, h->masksize, h->poll_mask);
 	sigfillset(&all);
 	pthread_attr_init(&pa);
 	pthread_attr_setstacksize(&pa, PTHREAD_STACK_MIN + 16384);
@@ -403,56 +452,51 @@ int poll_start(struct hog *h)
 	pthread_attr_setinheritsched(&pa, PTHREAD_EXPLICIT_SCHED);
 	pthread_attr_setschedpolicy(&pa, SCHED_OTHER);
 	pthread_attr_setschedparam(&pa, &sp);
-	atomic_store_explicit(&h->poll_left, false, memory_order_relaxed);
 	/* away with its hog, where the CPU cannot be had now (away()) */
-	r = thread_start(&h->poller, &pa, h->masksize, h->poll_mask,
-			 h->ctx->possible, poller_main, h);
+	r = thread_start(&p->thread, &pa, h->masksize, p->mask,
+			 h->ctx->possible, poller_main, p);
 	pthread_attr_destroy(&pa);
 	if (r < 0) {
-		CPU_FREE(h->poll_mask);
-		h->poll_mask = NULL;
+		poller_free(p);
 		return r;
 	}
-	h->poller_on = true;
+	atomic_store(&p->on, true);
+	h->poll = p;
 	snprintf(name, sizeof(name), "cpuhog-p/%u", h->cpu % 1000000u);
-	pthread_setname_np(h->poller, name);
+	pthread_setname_np(p->thread, name);
 	return 0;
 }
 
 /* Tell the poller to leave, and wake it if parked. */
-static void poll_tell_stop(struct hog *h)
+static void poll_tell_stop(struct poller *p)
 {
-	atomic_store(&h->poll_stop, true);
-	if (atomic_exchange(&h->poll_parked, POLLING))
-		futex_wake(&h->poll_parked, 1);
+	atomic_store(&p->stop, true);
+	if (atomic_exchange(&p->parked, POLLING))
+		futex_wake(&p->parked, 1);
 }
 
 /* A poller must run to stop (design note: Exit): the lowest real-time
  * priority where the process may, else SCHED_OTHER. */
-static void raise_poller(struct hog *h)
+static void raise_poller(struct poller *p)
 {
-	if (pthread_setschedparam(h->poller, SCHED_FIFO,
+	if (pthread_setschedparam(p->thread, SCHED_FIFO,
 				  &(struct sched_param){ 1 }) != 0)
-		pthread_setschedparam(h->poller, SCHED_OTHER,
+		pthread_setschedparam(p->thread, SCHED_OTHER,
 				      &(struct sched_param){ 0 });
 }
 
 /*
- * Raise the poller until it has left its loop: one raise is not enough,
- * as a poller between its look at poll_stop and its own set_policy()
- * (park(), resume()) lowers itself again after us.  A raise after
- * poll_left holds.
+ * Raise the poller until it has left its loop.  A poller between its
+ * look at stop and its own set_policy() (park(), resume()) lowers itself
+ * again after a raise, so a poller counts as gone only where `left` was
+ * read before a raise: that raise came after its last set_policy().
  */
-static void raise_until_left(struct hog *h)
+static bool raised_and_left(struct poller *p)
 {
-	struct timespec nap = { 0, 50000 };
+	bool left = atomic_load(&p->left); /* seq_cst, before the raise */
 
-	for (;;) {
-		raise_poller(h);
-		if (atomic_load(&h->poll_left))
-			return;
-		nanosleep(&nap, NULL);
-	}
+	raise_poller(p);
+	return left;
 }
 
 static bool past(const struct timespec *until)
@@ -462,6 +506,11 @@ static bool past(const struct timespec *until)
 	clock_gettime(CLOCK_REALTIME, &now);
 	return now.tv_sec > until->tv_sec ||
 	       (now.tv_sec == until->tv_sec && now.tv_nsec >= until->tv_nsec);
+}
+
+static bool running(struct hog *h)
+{
+	return h->poll && atomic_load(&h->poll->on);
 }
 
 /*
@@ -480,41 +529,69 @@ void poll_exit_all(struct hog *hogs, unsigned int n,
 	unsigned int i, gone;
 
 	for (i = 0; i < n; i++)
-		if (hogs[i].poller_on)
-			poll_tell_stop(&hogs[i]);
+		if (running(&hogs[i]))
+			poll_tell_stop(hogs[i].poll);
 	do {
-		for (i = 0, gone = 0; i < n; i++) {
-			if (!hogs[i].poller_on || atomic_load(&hogs[i].poll_left))
-				gone++;
-			else
-				raise_poller(&hogs[i]);
-		}
+		for (i = 0, gone = 0; i < n; i++)
+			gone += !running(&hogs[i]) ||
+				raised_and_left(hogs[i].poll);
 	} while (gone < n && !past(until) && nanosleep(&nap, NULL) == 0);
 	for (i = 0; i < n; i++)
-		if (hogs[i].poller_on && atomic_load(&hogs[i].poll_left) &&
-		    pthread_timedjoin_np(hogs[i].poller, NULL, until) == 0)
-			atomic_store(&hogs[i].poller_on, false);
+		if (running(&hogs[i]) && atomic_load(&hogs[i].poll->left) &&
+		    pthread_timedjoin_np(hogs[i].poll->thread, NULL, until) == 0)
+			atomic_store(&hogs[i].poll->on, false);
 }
 
 void poll_stop(struct hog *h)
 {
-	if (!h->poller_on)
+	struct timespec nap = { 0, 50000 };
+	struct poller *p = h->poll;
+
+	if (!p)
 		return;
-	poll_tell_stop(h);
-	raise_until_left(h);
-	pthread_join(h->poller, NULL);
-	h->poller_on = false;
-	CPU_FREE(h->poll_mask);
-	h->poll_mask = NULL;
+	if (atomic_load(&p->on)) {
+		poll_tell_stop(p);
+		while (!raised_and_left(p))
+			nanosleep(&nap, NULL);
+		pthread_join(p->thread, NULL);
+	}
+	h->poll = NULL;
+	poller_free(p);
+}
+
+/* A forked child's inherited context: its pollers never ran here. */
+void poll_forget(struct hog *h)
+{
+	if (h->poll)
+		poller_free(h->poll);
+	h->poll = NULL;
 }
 
 /* Polling now: not parked, and a beat within a tick (running, or about
  * to run again). */
 bool poll_polling(const struct hog *h)
 {
-	uint64_t beat = atomic_load_explicit(&h->poll_beat,
-					     memory_order_relaxed);
+	struct poller *p = h->poll;
+	uint64_t beat;
 
-	return h->poller_on && beat && (int64_t)(now_ns() - beat) < 10000000 &&
-	       atomic_load(&h->poll_parked) == POLLING;
+	if (!p || !atomic_load(&p->on))
+		return false;
+	beat = atomic_load_explicit(&p->beat, memory_order_relaxed);
+	return beat && (int64_t)(now_ns() - beat) < 10000000 &&
+	       atomic_load(&p->parked) == POLLING;
+}
+
+/* The wakes the pollers took, and those they left to the producers. */
+void poll_counts(const struct ctx *c, uint64_t *claims, uint64_t *fallbacks)
+{
+	unsigned int i;
+
+	*claims = *fallbacks = 0;
+	for (i = 0; i < c->nr_hogs; i++)
+		if (c->hogs[i].poll) {
+			*claims += atomic_load_explicit(&c->hogs[i].poll->claims,
+							memory_order_relaxed);
+			*fallbacks += atomic_load_explicit(
+				&c->hogs[i].poll->fallbacks, memory_order_relaxed);
+		}
 }
