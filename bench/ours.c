@@ -71,6 +71,49 @@ double ours_synchronize(struct op *op)
 	return timed(hog_synchronize(), t0);
 }
 
+/* The same calls with a report asked for, beside the plain rows in the
+ * same rounds: what a report costs, and that the plain calls pay
+ * nothing for it. */
+static struct cpuhog_report_cpu report_cpus[CPU_SETSIZE];
+static struct cpuhog_report report;
+
+static struct cpuhog_report *fresh_report(void)
+{
+	cpuhog_report_init(&report);
+	report.cpu = report_cpus;
+	report.cpu_len = CPU_SETSIZE;
+	return &report;
+}
+
+static double cpus_report(struct op *op)
+{
+	struct cpuhog_report *rep = fresh_report();
+	uint64_t t0 = tool_now_ns();
+
+	(void)op;
+	return timed(hog_cpus_report(sizeof(bench_place.cpus),
+				     &bench_place.cpus, nothing, NULL, rep),
+		     t0);
+}
+
+static double stop_report(struct op *op)
+{
+	struct cpuhog_report *rep = fresh_report();
+	uint64_t t0 = tool_now_ns();
+
+	(void)op;
+	return timed(stop_machine_report(nothing, NULL, 0, NULL, rep), t0);
+}
+
+static double synchronize_report(struct op *op)
+{
+	struct cpuhog_report *rep = fresh_report();
+	uint64_t t0 = tool_now_ns();
+
+	(void)op;
+	return timed(hog_synchronize_report(rep), t0);
+}
+
 static const char *need_two(struct op *op)
 {
 	(void)op;
@@ -144,12 +187,16 @@ size_t ours_ops(struct op *ops)
 		{ .name = "hog_one_cpu_nowait + hog_work_wait",
 		  .setup = need_two, .run = nowait_remote },
 		{ .name = "hog_cpus, all CPUs", .run = ours_cpus_all },
+		{ .name = "hog_cpus_report, all CPUs", .run = cpus_report },
 		{ .name = "stop_machine, all CPUs", .setup = ours_need_rt,
 		  .run = ours_stop_all },
+		{ .name = "stop_machine_report, all CPUs",
+		  .setup = ours_need_rt, .run = stop_report },
 		{ .name = "stop_machine, all CPUs, remote busy",
 		  .setup = stop_busy_setup, .run = ours_stop_all,
 		  .teardown = busy_teardown },
 		{ .name = "hog_synchronize", .run = ours_synchronize },
+		{ .name = "hog_synchronize_report", .run = synchronize_report },
 		{ .name = "hog_synchronize, remote CPU busy",
 		  .setup = busy_setup, .run = ours_synchronize,
 		  .teardown = busy_teardown },

@@ -488,7 +488,9 @@ CPUHOG_API int stop_two_cpus(unsigned int cpu1, unsigned int cpu2,
 
 /*
  * A stop's report, asked for by stop_machine_report() and
- * stop_two_cpus_report(): who came, when, what held the stop up.  Call
+ * stop_two_cpus_report(): who came, when, what held the stop up; and
+ * the report of the calls that hold nothing, hog_cpus_report() and
+ * hog_synchronize_report() (what each fills is said there).  Call
  * cpuhog_report_init() first, then point @cpu at an array of your own
  * for the per-CPU part (NULL: none); the structure may grow in later
  * versions (the size field tells the library which version the caller
@@ -601,6 +603,30 @@ CPUHOG_API int stop_two_cpus_report(unsigned int cpu1, unsigned int cpu2,
 				    struct cpuhog_report *rep);
 
 /*
+ * hog_cpus_report - hog_cpus(), and a report of it into @rep (NULL:
+ * hog_cpus() itself).
+ *
+ * Nothing is held, so the report is of the works: per CPU of the call
+ * (the selected hogs, in the wake tree's order), arrived_ns when fn
+ * started there and released_ns when it returned, flags
+ * CPUHOG_RC_ARRIVED | CPUHOG_RC_RAN where it ran, none where the hog
+ * refused (its CPU went offline or left the cpuset); all_held_ns when
+ * every CPU of the call had started fn (0: not every one did); fn_runs,
+ * ran; tries 1 once the works were queued; ended CPUHOG_END_RAN, or
+ * CPUHOG_END_NOCPU where fn ran nowhere.  held_ns, hold_ns, held,
+ * released, serialized and lock_waited stay 0; no CPU is ever missing
+ * (hog_cpus() waits for every one).  The hogs take the times only for a
+ * call that asks; the report allocates nothing.
+ * Context: as hog_cpus().
+ * Returns as hog_cpus(); -EINVAL also for a bad @rep (as
+ * stop_machine_report()).  @rep is filled whatever it returns, but for
+ * a bad @rep.
+ */
+CPUHOG_API int hog_cpus_report(size_t setsize, const cpu_set_t *cpus,
+			       cpuhog_fn_t fn, void *arg,
+			       struct cpuhog_report *rep);
+
+/*
  * hog_synchronize - force every hogged CPU through the scheduler.
  *
  * Returns once each hogged CPU has run its hog since the call began (the
@@ -629,6 +655,30 @@ CPUHOG_API int stop_two_cpus_report(unsigned int cpu1, unsigned int cpu2,
  * Returns 0; -ETIMEDOUT; -EDEADLK from hog context.
  */
 CPUHOG_API int hog_synchronize(void);
+
+/*
+ * hog_synchronize_report - hog_synchronize(), and a report of it into
+ * @rep (NULL: hog_synchronize() itself).
+ *
+ * The call makes a pass of its own (it does not share another caller's)
+ * and reports it: per CPU of the pass, the caller's own (passed as the
+ * pass began), those whose poller acknowledged (poll mode: passed when
+ * the poll ended), then those whose hog was woken, arrived_ns when the
+ * hog ran there and released_ns when it was done; flags
+ * CPUHOG_RC_ARRIVED for a CPU that passed, with CPUHOG_RC_RAN where the
+ * call succeeded, CPUHOG_RC_MISSING for one whose hog never came;
+ * all_held_ns when the last CPU passed (0: not every one did); fn_runs
+ * and ran: the CPUs that passed (none on failure: the barrier did not
+ * happen).  On -ETIMEDOUT each missing CPU names the task that ran
+ * there, as stop_machine_report() does.  CPUs out of reach (offline,
+ * outside the cpuset), which the kernel's barrier covers, are not in it.
+ * held_ns, hold_ns, held, released, serialized and lock_waited stay 0.
+ * Context: as hog_synchronize().
+ * Returns as hog_synchronize(); -EINVAL for a bad @rep (as
+ * stop_machine_report()).  @rep is filled whatever it returns, but for
+ * -EINVAL.
+ */
+CPUHOG_API int hog_synchronize_report(struct cpuhog_report *rep);
 
 /*
  * hog_migrate - move thread @tid to @cpu, the way the kernel's migration

@@ -59,6 +59,8 @@ enum {
 	W_F_INTERNAL = 1u << 0, /* a library callback: exempt from checks,
 				   and run even off its CPU (reads off_cpu) */
 	W_F_RUNS_FN = 1u << 1,  /* a stop: this CPU runs fn */
+	W_F_TIMED = 1u << 2,    /* a call with a report: the hog stamps
+				   t_arrived and t_released around fn */
 };
 _Static_assert(sizeof(struct work) <= sizeof(struct cpuhog_work),
 	       "struct work must fit in struct cpuhog_work");
@@ -127,7 +129,9 @@ struct hog {
 	unsigned int look_at;
 	/* Stops with a report (stop_machine_report()): when this hog
 	 * arrived, was held and let go (now_ns(); 0: not yet), written by
-	 * the hog only when the stop's timing is on, zeroed by the caller. */
+	 * the hog only when the stop's timing is on, zeroed by the caller.
+	 * Other multi-CPU calls with a report (W_F_TIMED): when fn started
+	 * and returned, t_held unused. */
 	_Atomic uint64_t t_arrived, t_held, t_released;
 	/* The wake tree (wake.c): the hogs this one wakes when it takes
 	 * its slot, written by the caller while the slot is free. */

@@ -97,6 +97,12 @@ static void work_finish(struct work *w, int ret, uint32_t ran)
 		group_arrive(g, gen);
 }
 
+/* relaxed: work_finish()'s release publishes it to the caller */
+static void stamp_now(_Atomic uint64_t *at)
+{
+	atomic_store_explicit(at, now_ns(), memory_order_relaxed);
+}
+
 /* Run @w; false, with @w untouched, where the hog's last look before fn
  * finds it moved off its CPU. */
 static bool run_one(struct hog *h, struct work *w)
@@ -115,7 +121,11 @@ static bool run_one(struct hog *h, struct work *w)
 	if (check && sched_getcpu() != (int)h->cpu)
 		return false;
 	PROBE3(fn_start, h->cpu, w->fn, w->arg);
+	if (w->flags & W_F_TIMED) /* a report was asked for */
+		stamp_now(&h->t_arrived);
 	ret = w->fn(w->arg);
+	if (w->flags & W_F_TIMED)
+		stamp_now(&h->t_released);
 	PROBE3(fn_end, h->cpu, w->fn, ret);
 	if (check)
 		check_end(h, w->fn, &ck);

@@ -79,6 +79,9 @@
 #define symbol_describe cpuhog_i_symbol_describe
 #define sw_forget cpuhog_i_sw_forget
 #define sw_init cpuhog_i_sw_init
+#define call_report_arm cpuhog_i_call_report_arm
+#define call_report_cpu cpuhog_i_call_report_cpu
+#define call_report_hogs cpuhog_i_call_report_hogs
 #define stop_report_arm cpuhog_i_stop_report_arm
 #define stop_report_begin cpuhog_i_stop_report_begin
 #define stop_report_end cpuhog_i_stop_report_end
@@ -159,9 +162,16 @@ HIDDEN const cpu_set_t *reach(struct ctx *c);
 HIDDEN bool hog_usable(struct ctx *c, struct hog *h);
 HIDDEN bool uncovered(struct ctx *c);
 
-/* stop_report.c: stop_machine_report()'s report (outcome.h) */
+/* stop_report.c: the reports of stop_machine_report() and the other
+ * multi-CPU calls (outcome.h) */
 struct stop_outcome;
-HIDDEN int stop_report_begin(struct cpuhog_report *rep);
+HIDDEN int stop_report_begin(struct stop_outcome *o,
+			     struct cpuhog_report *rep);
+HIDDEN void call_report_arm(struct ctx *c, unsigned int n);
+HIDDEN void call_report_cpu(struct stop_outcome *o, unsigned int cpu,
+			    unsigned int flags, uint64_t start, uint64_t end);
+HIDDEN void call_report_hogs(struct ctx *c, unsigned int n, bool pushed,
+			     struct stop_outcome *o);
 HIDDEN void stop_report_arm(struct ctx *c, unsigned int n, bool on);
 HIDDEN void stop_report_try(struct ctx *c, unsigned int n,
 			    struct stop_outcome *o);

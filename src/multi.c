@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Multi-CPU calls: hog_cpus(), try_hog_cpus(), and the machinery that
- * stop_machine() and stop_two_cpus() share with them.
+ * Multi-CPU calls: hog_cpus(), try_hog_cpus(), hog_cpus_report(), and
+ * the machinery that stop_machine() and stop_two_cpus() share with them.
  *
  * One multi-CPU call at a time (multi_lock, held for the whole call).
  * That alone rules out the deadlock the kernel fixed twice: two calls
@@ -21,6 +21,7 @@
  * the call outlasts its spin.
  */
 #include "internal.h"
+#include "outcome.h"
 #include "probes.h"
 
 #include <errno.h>
@@ -347,28 +348,52 @@ static void fill_ran(struct ctx *c, unsigned int n, size_t setsize,
 			CPU_SET_S(c->msel[i]->cpu, setsize, ran);
 }
 
-static int hog_cpus_probed(size_t setsize, const cpu_set_t *cpus,
-			   cpuhog_fn_t fn, void *arg, bool try, cpu_set_t *ran);
+/* fn(arg) on the @n selected hogs, under @gen; with a report (@o), the
+ * hogs stamp when fn started and returned there. */
+static int run_selected(struct ctx *c, unsigned int n, uint32_t gen,
+			cpuhog_fn_t fn, void *arg, struct stop_outcome *o)
+{
+	bool any;
+	int r;
 
-/* hog_cpus(), hog_cpus_ran() and try_hog_cpus(), between two probes */
+	if (o)
+		call_report_arm(c, n);
+	multi_push(c, n, gen, fn, arg, o ? W_F_TIMED : 0);
+	multi_wait(c, NO_DEADLINE, NULL);
+	r = multi_result(c, n, &any);
+	if (o) {
+		o->tries = 1;
+		o->ended = any ? STOP_RAN : STOP_NOCPU;
+		call_report_hogs(c, n, true, o);
+	}
+	return any ? r : -ENOENT;
+}
+
+static int hog_cpus_probed(size_t setsize, const cpu_set_t *cpus,
+			   cpuhog_fn_t fn, void *arg, bool try, cpu_set_t *ran,
+			   struct stop_outcome *o);
+
+/* hog_cpus(), hog_cpus_ran(), try_hog_cpus() and hog_cpus_report()
+ * (@o: its outcome, NULL for the others), between two probes */
 static int do_hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
-		       void *arg, bool try, cpu_set_t *ran)
+		       void *arg, bool try, cpu_set_t *ran,
+		       struct stop_outcome *o)
 {
 	int r;
 
 	PROBE2(hog_cpus_entry, fn, try);
-	r = hog_cpus_probed(setsize, cpus, fn, arg, try, ran);
+	r = hog_cpus_probed(setsize, cpus, fn, arg, try, ran, o);
 	PROBE1(hog_cpus_return, r);
 	return r;
 }
 
 static int hog_cpus_probed(size_t setsize, const cpu_set_t *cpus,
-			   cpuhog_fn_t fn, void *arg, bool try, cpu_set_t *ran)
+			   cpuhog_fn_t fn, void *arg, bool try, cpu_set_t *ran,
+			   struct stop_outcome *o)
 {
 	struct ctx *c;
 	unsigned int n;
 	int64_t gen;
-	bool any;
 	int r;
 
 	if (!cpus || !fn)
@@ -395,13 +420,9 @@ static int hog_cpus_probed(size_t setsize, const cpu_set_t *cpus,
 	    : gen < 0	      ? (int)gen
 			      : 0;
 	if (r == 0) {
-		multi_push(c, n, (uint32_t)gen, fn, arg, 0);
-		multi_wait(c, NO_DEADLINE, NULL);
-		r = multi_result(c, n, &any);
+		r = run_selected(c, n, (uint32_t)gen, fn, arg, o);
 		if (ran)
 			fill_ran(c, n, setsize, ran);
-		if (!any)
-			r = -ENOENT;
 	}
 	multi_unlock(c);
 	call_leave();
@@ -410,7 +431,7 @@ static int hog_cpus_probed(size_t setsize, const cpu_set_t *cpus,
 
 int hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn, void *arg)
 {
-	return do_hog_cpus(setsize, cpus, fn, arg, false, NULL);
+	return do_hog_cpus(setsize, cpus, fn, arg, false, NULL, NULL);
 }
 
 int hog_cpus_ran(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
@@ -418,11 +439,23 @@ int hog_cpus_ran(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
 {
 	if (!ran)
 		return -EINVAL;
-	return do_hog_cpus(setsize, cpus, fn, arg, false, ran);
+	return do_hog_cpus(setsize, cpus, fn, arg, false, ran, NULL);
 }
 
 int try_hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
 		 void *arg)
 {
-	return do_hog_cpus(setsize, cpus, fn, arg, true, NULL);
+	return do_hog_cpus(setsize, cpus, fn, arg, true, NULL, NULL);
+}
+
+int hog_cpus_report(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
+		    void *arg, struct cpuhog_report *rep)
+{
+	struct stop_outcome o;
+	int r;
+
+	if (stop_report_begin(&o, rep) < 0)
+		return -EINVAL;
+	r = do_hog_cpus(setsize, cpus, fn, arg, false, NULL, rep ? &o : NULL);
+	return stop_report_end(NULL, &o, r);
 }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A stop's own outcome (stop_machine.c fills it): internal for now, so
- * that tests judge each stop by what happened in it, not by process-wide
- * counters that another thread's stop could move.  Linked in from the
- * static library (tests/test_stop.c).
+ * A stop's own outcome (stop_machine.c fills it; multi.c and sched.c
+ * too, for the reports of hog_cpus_report() and hog_synchronize_report()):
+ * internal for now, so that tests judge each stop by what happened in it,
+ * not by process-wide counters that another thread's stop could move.
+ * Linked in from the static library (tests/test_stop.c).
  */
 #ifndef CPUHOG_OUTCOME_H
 #define CPUHOG_OUTCOME_H
@@ -34,6 +35,9 @@ struct stop_outcome {
 	 * nothing below is taken), and the call's start */
 	struct cpuhog_report *rep;
 	uint64_t t0;
+	/* hog_cpus_report(), hog_synchronize_report(): CPUs reported whose
+	 * hog did not run there (then not every CPU was had) */
+	unsigned int absent;
 };
 
 /* stop_machine() (@two false) or stop_two_cpus(@cpu1, @cpu2), and how it

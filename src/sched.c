@@ -10,6 +10,7 @@
  * caller makes at most wake_fanout wakes (wake.c) and one sleep.
  */
 #include "internal.h"
+#include "outcome.h"
 #include "probes.h"
 
 #include <errno.h>
@@ -99,14 +100,85 @@ static int sync_poll(struct ctx *c, bool timed_out, uint64_t *deadline)
 	return timed_out ? -ETIMEDOUT : 0;
 }
 
+/* The hogs a pass wakes, into msel: every hogged CPU's but our own
+ * CPU's (@me).  A hog whose CPU cannot be had is not woken (nothing()
+ * would run elsewhere): *@away, the kernel does the barrier for such a
+ * CPU, left or leaving the cpuset. */
+static unsigned int sync_select(struct ctx *c, int me, bool *away)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < c->nr_hogs; i++) { /* the wake tree's order */
+		struct hog *h = c->by_topo[i];
+
+		if ((int)h->cpu == me)
+			continue;
+		if (!hog_usable(c, h)) {
+			*away = true;
+			continue;
+		}
+		c->mflags[n] = 0;
+		c->msel[n++] = h;
+	}
+	return n;
+}
+
+/* poll_sync(); with a report (@o), the CPUs whose poller answered into
+ * c->mscratch, and when (*@acked_at). */
+static unsigned int sync_polled(struct ctx *c, unsigned int n,
+				struct stop_outcome *o, uint64_t *acked_at)
+{
+	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
+	unsigned int i, left;
+
+	if (!o)
+		return poll_sync(c, n);
+	CPU_ZERO_S(sz, c->mscratch);
+	for (i = 0; i < n; i++)
+		CPU_SET_S(c->msel[i]->cpu, sz, c->mscratch);
+	left = poll_sync(c, n);
+	for (i = 0; i < left; i++)
+		CPU_CLR_S(c->msel[i]->cpu, sz, c->mscratch);
+	*acked_at = now_ns();
+	return left;
+}
+
+/*
+ * A pass's report: our own CPU (@me), which passed when the pass began
+ * (@t0); the CPUs whose poller answered; then the @n hogs woken (if
+ * @pushed).  Ours and the pollers' pass with the call, as the hogs that
+ * came do: CPUHOG_RC_RAN only where the pass succeeded (@r 0).
+ */
+static void sync_report(struct ctx *c, struct stop_outcome *o, int me,
+			uint64_t t0, uint64_t acked_at, unsigned int n,
+			bool pushed, int r)
+{
+	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
+	unsigned int i, passed = CPUHOG_RC_ARRIVED | (r ? 0 : CPUHOG_RC_RAN);
+
+	o->tries = 1;
+	o->ended = r ? STOP_TIMEDOUT : STOP_RAN;
+	if (me >= 0 && hog_of(c, (unsigned int)me))
+		call_report_cpu(o, (unsigned int)me, passed, t0, t0);
+	for (i = 0; i < c->nr_hogs; i++) {
+		unsigned int cpu = c->by_topo[i]->cpu;
+
+		if (CPU_ISSET_S(cpu, sz, c->mscratch))
+			call_report_cpu(o, cpu, passed, acked_at, acked_at);
+	}
+	call_report_hogs(c, n, pushed, o);
+}
+
 /* One pass: every hogged CPU but ours through the scheduler, or its
- * poller's acknowledgement.  Under multi_lock.  Returns 0, or -ETIMEDOUT
- * where a CPU did not pass within the stop's timeout. */
-static int sync_pass(struct ctx *c)
+ * poller's acknowledgement; reported into @o where it is not NULL.
+ * Under multi_lock.  Returns 0, or -ETIMEDOUT where a CPU did not pass
+ * within the stop's timeout. */
+static int sync_pass(struct ctx *c, struct stop_outcome *o)
 {
 	uint64_t seq = atomic_load_explicit(&c->sync_seq, memory_order_relaxed);
 	uint64_t deadline = deadline_in(c->stop_timeout_ns);
-	unsigned int i, n = 0;
+	uint64_t t0 = o ? now_ns() : 0, acked_at = 0;
+	unsigned int n;
 	bool away = false;
 	int64_t gen;
 	int me, r = 0;
@@ -121,31 +193,19 @@ static int sync_pass(struct ctx *c)
 	 * orders us.
 	 */
 	me = sched_getcpu();
-	for (i = 0; i < c->nr_hogs; i++) { /* the wake tree's order */
-		struct hog *h = c->by_topo[i];
-
-		if ((int)h->cpu == me)
-			continue;
-		/* a hog whose CPU cannot be had is not woken (nothing()
-		 * would run elsewhere): the kernel does the barrier for
-		 * such a CPU, left or leaving the cpuset */
-		if (!hog_usable(c, h)) {
-			away = true;
-			continue;
-		}
-		c->mflags[n] = 0;
-		c->msel[n++] = h;
-	}
-	n = poll_sync(c, n); /* poll mode: running pollers answer */
+	n = sync_select(c, me, &away);
+	n = sync_polled(c, n, o, &acked_at); /* poll mode: pollers answer */
 	gen = n ? multi_reserve(c, n, deadline) : -1;
 	if (gen == -ETIMEDOUT)
 		r = -ETIMEDOUT;
 	if (gen >= 0) {
+		if (o)
+			call_report_arm(c, n);
 		/* internal: a hog off its CPU runs it too (see nothing()) */
 		atomic_store_explicit(&c->sync_away, false,
 				      memory_order_relaxed);
 		multi_push(c, n, (uint32_t)gen, nothing, &c->sync_away,
-			   W_F_INTERNAL);
+			   W_F_INTERNAL | (o ? W_F_TIMED : 0));
 		c->sync_left = n;
 		r = multi_wait(c, deadline, sync_poll);
 		away |= atomic_load_explicit(&c->sync_away,
@@ -154,46 +214,68 @@ static int sync_pass(struct ctx *c)
 	if (away && !r)
 		full_barrier();
 	c->sync_failed = r < 0;
+	if (o)
+		sync_report(c, o, me, t0, acked_at, n, gen >= 0, r);
 	/* release: the pass's acknowledgements (multi_wait()'s acquire)
 	 * before its end, for the callers it served */
 	atomic_store_explicit(&c->sync_seq, seq + 2, memory_order_release);
 	return r;
 }
 
-/* (the probes in line: a static function with the fences in it is what
- * GCC's TSan warns about, -Wtsan) */
-int hog_synchronize(void)
+/*
+ * hog_synchronize(), reported into @o where it is not NULL: a report is
+ * of a pass of the call's own, never one another caller made.  The
+ * probes in line, and never inlined itself: GCC's TSan warns about a
+ * fence inlined into another function (-Wtsan).
+ */
+static __attribute__((noinline)) int synchronize(struct stop_outcome *o)
 {
-	struct ctx *c;
+	struct ctx *c = NULL;
 	uint64_t want;
 	int r;
 
 	PROBE0(hog_synchronize_entry);
-	if (cpuhog_self) {
-		PROBE1(hog_synchronize_return, -EDEADLK);
-		return -EDEADLK;
-	}
-	c = call_enter(&r);
+	if (cpuhog_self)
+		r = -EDEADLK;
+	else
+		c = call_enter(&r);
 	if (!c) {
+		r = o ? stop_report_end(NULL, o, r) : r;
 		PROBE1(hog_synchronize_return, r);
 		return r;
 	}
-	r = 0;
 	/* our accesses before the call, before the snapshot's load */
 	atomic_thread_fence(memory_order_seq_cst);
 	want = seq_snap(c);
 	multi_lock(c, false);
 	/* acquire: pairs with sync_pass()'s release of the pass's end */
 	/* a pass that timed out served nobody: make one of our own */
-	if (atomic_load_explicit(&c->sync_seq, memory_order_acquire) < want ||
-	    c->sync_failed)
-		r = sync_pass(c);
+	r = atomic_load_explicit(&c->sync_seq, memory_order_acquire) < want ||
+			    c->sync_failed || o
+		    ? sync_pass(c, o)
+		    : 0;
 	/* acquire side of the barrier: pairs with each hog's release */
 	atomic_thread_fence(memory_order_seq_cst);
+	if (o) /* where a CPU never came, who ran there, from /proc */
+		stop_report_end(c, o, r);
 	multi_unlock(c);
 	call_leave();
 	PROBE1(hog_synchronize_return, r);
 	return r;
+}
+
+int hog_synchronize(void)
+{
+	return synchronize(NULL);
+}
+
+int hog_synchronize_report(struct cpuhog_report *rep)
+{
+	struct stop_outcome o;
+
+	if (stop_report_begin(&o, rep) < 0)
+		return -EINVAL;
+	return synchronize(rep ? &o : NULL);
 }
 
 /* The CPU @tid last ran on (field 39 of /proc/self/task/TID/stat). */

@@ -55,7 +55,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <string.h>
 
 enum { PH_PREPARE = 1, PH_HOLD, PH_CHECK, PH_RUN, PH_EXIT, PH_TIMEDOUT,
        PH_NOCPU };
@@ -490,13 +489,8 @@ int cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
 	struct ctx *c;
 	int r = 0;
 
-	memset(o, 0, sizeof(*o));
-	if (rep) {
-		o->rep = rep;
-		o->t0 = now_ns();
-		if (stop_report_begin(rep) < 0)
-			return o->ret = -EINVAL;
-	}
+	if (stop_report_begin(o, rep) < 0)
+		return o->ret = -EINVAL;
 	if (!fn || (two && cpu1 == cpu2))
 		return stop_report_end(NULL, o, o->ret = -EINVAL);
 	if (cpuhog_self)

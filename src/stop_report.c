@@ -2,7 +2,9 @@
 /*
  * stop_machine_report()'s report: the hogs' times, taken by stop_cpu()
  * only while the stop's timing is on (stop_report_arm()), turned into
- * the caller's struct cpuhog_report; and, when the stop failed, who ran
+ * the caller's struct cpuhog_report.  hog_cpus_report()'s and
+ * hog_synchronize_report()'s the same way, from the times the hogs take
+ * around a timed work (W_F_TIMED, hog.c).  And, when a call failed, who ran
  * on the CPUs whose hog never came, from /proc: every task's
  * /proc/PID/task/TID/stat, field 3 (state R), 39 (the CPU it last ran
  * on), 40 and 41 (rt_priority, policy).  Only that last part allocates
@@ -26,11 +28,18 @@
 /* The first version's size: what a caller must have at least. */
 #define REPORT_V1 (offsetof(struct cpuhog_report, reserved_))
 
-int stop_report_begin(struct cpuhog_report *rep)
+/* @o for a call that reports into @rep (NULL: none); -EINVAL for a
+ * report the caller did not make with cpuhog_report_init(). */
+int stop_report_begin(struct stop_outcome *o, struct cpuhog_report *rep)
 {
 	struct cpuhog_report_cpu *cpu;
 	unsigned int len;
 
+	memset(o, 0, sizeof(*o));
+	if (!rep)
+		return 0;
+	o->rep = rep;
+	o->t0 = now_ns();
 	if (rep->size < REPORT_V1 || (rep->cpu_len && !rep->cpu))
 		return -EINVAL;
 	cpu = rep->cpu;
@@ -42,8 +51,9 @@ int stop_report_begin(struct cpuhog_report *rep)
 	return 0;
 }
 
-/* The @n hogs of msel take their times from now (@on), or stop. */
-void stop_report_arm(struct ctx *c, unsigned int n, bool on)
+/* The @n hogs of msel start their times anew: a stop's, or a timed
+ * work's (W_F_TIMED). */
+void call_report_arm(struct ctx *c, unsigned int n)
 {
 	unsigned int i;
 
@@ -52,6 +62,12 @@ void stop_report_arm(struct ctx *c, unsigned int n, bool on)
 		SET(&c->msel[i]->t_held, 0);
 		SET(&c->msel[i]->t_released, 0);
 	}
+}
+
+/* The @n hogs of msel take their times from now (@on), or stop. */
+void stop_report_arm(struct ctx *c, unsigned int n, bool on)
+{
+	call_report_arm(c, n);
 	/* published to the hogs by multi_push()'s seq_cst pushes */
 	SET(&c->stop->timing, on);
 }
@@ -59,6 +75,34 @@ void stop_report_arm(struct ctx *c, unsigned int n, bool on)
 static uint64_t since(const struct stop_outcome *o, uint64_t t)
 {
 	return t > o->t0 ? t - o->t0 : (t ? 1 : 0);
+}
+
+/* CPU @cpu into the report, with flags @f and its hog's times (0:
+ * never): the sets, and the @k-th entry where the caller's array has
+ * room for it. */
+static void put_cpu(struct stop_outcome *o, unsigned int k, unsigned int cpu,
+		    unsigned int f, uint64_t arrived, uint64_t held,
+		    uint64_t released)
+{
+	struct cpuhog_report *rep = o->rep;
+	struct cpuhog_report_cpu *rc;
+
+	rep->nr_missing += !!(f & CPUHOG_RC_MISSING);
+	if (cpu < CPU_SETSIZE) {
+		if (f & CPUHOG_RC_HELD)
+			CPU_SET(cpu, &rep->held);
+		if (f & CPUHOG_RC_MISSING)
+			CPU_SET(cpu, &rep->missing);
+	}
+	if (k >= rep->cpu_len)
+		return;
+	rc = &rep->cpu[k];
+	memset(rc, 0, sizeof(*rc));
+	rc->cpu = cpu;
+	rc->flags = f;
+	rc->arrived_ns = since(o, arrived);
+	rc->held_ns = since(o, held);
+	rc->released_ns = since(o, released);
 }
 
 /* A try's times, from the @n hogs of msel (the last try's stand). */
@@ -77,13 +121,8 @@ void stop_report_try(struct ctx *c, unsigned int n, struct stop_outcome *o)
 		struct hog *h = c->msel[i];
 		uint64_t a = RELAXED(&h->t_arrived), hd = RELAXED(&h->t_held),
 			 out = RELAXED(&h->t_released);
-		unsigned int f = 0;
+		unsigned int f = a ? CPUHOG_RC_ARRIVED : CPUHOG_RC_MISSING;
 
-		if (a)
-			f |= CPUHOG_RC_ARRIVED;
-		else
-			f |= CPUHOG_RC_MISSING;
-		rep->nr_missing += !a;
 		if (hd) {
 			f |= CPUHOG_RC_HELD;
 			if (!first_held || hd < first_held)
@@ -96,27 +135,65 @@ void stop_report_try(struct ctx *c, unsigned int n, struct stop_outcome *o)
 		if (hd && o->ended == STOP_RAN &&
 		    RELAXED(&h->ran_gen) == RELAXED(&h->held_gen))
 			f |= CPUHOG_RC_RAN;
-		if (h->cpu < CPU_SETSIZE) {
-			if (f & CPUHOG_RC_HELD)
-				CPU_SET(h->cpu, &rep->held);
-			if (f & CPUHOG_RC_MISSING)
-				CPU_SET(h->cpu, &rep->missing);
-		}
-		if (i < rep->cpu_len) {
-			struct cpuhog_report_cpu *rc = &rep->cpu[i];
-
-			memset(rc, 0, sizeof(*rc));
-			rc->cpu = h->cpu;
-			rc->flags = f;
-			rc->arrived_ns = since(o, a);
-			rc->held_ns = since(o, hd);
-			rc->released_ns = since(o, out);
-		}
+		put_cpu(o, i, h->cpu, f, a, hd, out);
 	}
 	rep->all_held_ns = all_held ? since(o, first_held) : 0;
 	rep->hold_ns = all_held && first_out > first_held
 			       ? first_out - first_held
 			       : 0;
+}
+
+/*
+ * The calls that hold nothing (hog_cpus_report(),
+ * hog_synchronize_report()): one CPU more, its work started at @start
+ * and done at @end (0: never).  Every CPU had is the last start; fn_runs
+ * and ran count CPUHOG_RC_RAN.
+ */
+void call_report_cpu(struct stop_outcome *o, unsigned int cpu,
+		     unsigned int flags, uint64_t start, uint64_t end)
+{
+	struct cpuhog_report *rep = o->rep;
+
+	if (flags & CPUHOG_RC_RAN) {
+		o->fn_runs++;
+		if (cpu < CPU_SETSIZE)
+			CPU_SET(cpu, &o->ran);
+	}
+	if (!(flags & CPUHOG_RC_ARRIVED))
+		o->absent++;
+	else if (since(o, start) > rep->all_held_ns)
+		rep->all_held_ns = since(o, start);
+	put_cpu(o, rep->nr_cpu++, cpu, flags, start, 0, end);
+}
+
+/*
+ * The @n hogs of msel, after such a call's wait (@pushed: its works
+ * were queued): a hog whose work is still queued never came; one that
+ * ran it came, and ran fn if the call succeeded (@o->ended); one that
+ * refused it (off its CPU) is reported with no flags.
+ */
+void call_report_hogs(struct ctx *c, unsigned int n, bool pushed,
+		      struct stop_outcome *o)
+{
+	unsigned int i, f;
+
+	for (i = 0; i < n; i++) {
+		struct hog *h = c->msel[i];
+		/* acquire: the work's times and ran, before its DONE */
+		uint32_t st = atomic_load_explicit(&h->slot.state,
+						   memory_order_acquire);
+
+		if ((st & W_STATE) == W_QUEUED)
+			f = CPUHOG_RC_MISSING;
+		else if (!pushed || !h->slot.ran)
+			f = 0;
+		else
+			f = CPUHOG_RC_ARRIVED |
+			    (o->ended == STOP_RAN ? CPUHOG_RC_RAN : 0);
+		call_report_cpu(o, h->cpu, f,
+				f ? RELAXED(&h->t_arrived) : 0,
+				f ? RELAXED(&h->t_released) : 0);
+	}
 }
 
 /* Whether @tid is a hog of ours (it waits on its CPU too). */
@@ -310,6 +387,8 @@ int stop_report_end(struct ctx *c, struct stop_outcome *o, int ret)
 		rep->fn_runs = 0;
 		CPU_ZERO(&rep->ran);
 	}
+	if (o->absent)
+		rep->all_held_ns = 0;
 	if (c && rep->nr_missing && o->ended != STOP_RAN)
 		who_ran(c, rep);
 	rep->total_ns = since(o, now_ns());

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/rseq.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -343,7 +344,8 @@ static inline int t_stop_two_judged(unsigned int cpu1, unsigned int cpu2,
 /*
  * Another process's SCHED_FIFO 99 spinner on @cpu for @ms: a CPU held
  * by someone else.  Returns once it spins; *pid to wait for.  Keep @ms
- * well under 100.
+ * well under 100.  Its real-time CPU time is bounded (RLIMIT_RTTIME,
+ * 50 ms past @ms): a spinner that outlives its clock is killed.
  */
 struct t_held {
 	_Atomic int started, done;
@@ -360,10 +362,13 @@ static inline struct t_held *t_hold_cpu(unsigned int cpu, unsigned int ms,
 	*pid = fork();
 	assert_true(*pid >= 0);
 	if (*pid == 0) {
+		struct rlimit rt = { (rlim_t)(ms + 50) * 1000,
+				     (rlim_t)(ms + 60) * 1000 };
 		uint64_t end;
 
 		t_pin(cpu);
-		if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
+		if (setrlimit(RLIMIT_RTTIME, &rt) < 0 ||
+		    sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
 			_exit(3);
 		end = t_now() + ms * MS;
 		atomic_store(&h->started, 1);

@@ -9,8 +9,8 @@
 # usage: layers_test.sh STATIC_LIB
 set -eu
 ar=$1
-order="platform symbols context topology serialize switches report poll wake hog lifecycle
-single multi stop_report stop_machine sched"
+order="platform symbols context topology serialize switches report poll wake hog lifecycle stop_report
+single multi stop_machine sched"
 rank() {
 	i=0
 	for f in $order; do

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests: stop_machine_report() and stop_two_cpus_report(), the
- * stop's report (issue 37).  Linked with the static library and
- * --wrap=malloc & co., so that a stop that succeeds is seen to allocate
- * nothing, report or not.
+ * stop's report, and hog_cpus_report() and hog_synchronize_report(), the
+ * report of the calls that hold nothing (issue 37).  Linked with the
+ * static library and --wrap=malloc & co., so that a call that succeeds
+ * is seen to allocate nothing, report or not.
  */
 #include "harness.h"
 
@@ -56,6 +57,19 @@ static void report_init(struct cpuhog_report *rep)
 	rep->cpu_len = CPU_SETSIZE;
 }
 
+/* A call of fn spinning @ns on the hogged CPUs (into @set, how many
+ * returned), its report @rep fresh; skipped without real-time hogs
+ * (stops and hog_cpus() refuse then, -EPERM). */
+static int fresh_call(struct cpuhog_report *rep, cpu_set_t *set, uint64_t ns)
+{
+	if (!t_can_rt())
+		t_skip("needs SCHED_FIFO");
+	spin_ns = ns;
+	atomic_store(&runs, 0);
+	report_init(rep);
+	return t_hog_cpus(set);
+}
+
 /* Every CPU of @rep's array: in order, within the call. */
 static void times_ordered(const struct cpuhog_report *rep)
 {
@@ -83,12 +97,7 @@ static void report_stop_succeeds(void **state)
 	int n;
 
 	(void)state;
-	if (!t_can_rt())
-		t_skip("needs SCHED_FIFO");
-	n = t_hog_cpus(&set);
-	spin_ns = 2 * MS;
-	atomic_store(&runs, 0);
-	report_init(&rep);
+	n = fresh_call(&rep, &set, 2 * MS);
 	assert_int_equal(stop_machine_report(spin, NULL, sizeof(set), &set,
 					     &rep),
 			 0);
@@ -191,55 +200,37 @@ static void report_never_allocates(void **state)
 	assert_int_equal(tries, 0);
 }
 
-/* ---- a stop that times out against another process's FIFO 99 ---- */
-/* One try: true if the report named the holder.  On a machine shared
- * with other tests, another process's hog (at 99 too) may run on the
- * CPU in the 2 ms the library watches it, or another process's stop may
- * keep the stop lock: then false, to try again. */
-static bool names_holder_once(unsigned int victim, unsigned int mine,
-			      unsigned int *locked)
+/* ---- a call that times out against another process's FIFO 99 ---- */
+/* What the report of a call that timed out on @victim, held by @pid,
+ * must say; reaps the holder.  True if it named the holder: on a
+ * machine shared with other tests, another process's hog (at 99 too)
+ * may run on the CPU in the 2 ms the library watches it, then false, to
+ * try again. */
+static bool names_holder(const struct cpuhog_report *rep,
+			 unsigned int victim, pid_t pid)
 {
-	struct cpuhog_report_cpu *miss = NULL;
-	struct cpuhog_report rep;
-	struct t_held *h;
+	const struct cpuhog_report_cpu *miss = NULL;
 	unsigned int i;
-	int status, r;
-	pid_t pid;
+	int status;
 
-	(void)mine; /* the caller's: it may be missing too (below) */
-	atomic_store(&runs, 0);
-	h = t_hold_cpu(victim, 80 * t_slow() * t_many(), &pid);
-	report_init(&rep);
-	r = stop_machine_report(spin, NULL, 0, NULL, &rep);
-	assert_int_equal(r, -ETIMEDOUT);
-	if (rep.ended == CPUHOG_END_LOCKED_OUT) {
-		/* another process's stop (another test's) kept the
-		 * machine-wide lock, waiting for the held CPU itself */
-		assert_int_equal(rep.nr_cpu, 0);
-		assert_int_equal(rep.tries, 0);
-		assert_int_equal(waitpid(pid, &status, 0), pid);
-		print_message("locked out by another process's stop\n");
-		++*locked;
-		return false;
-	}
-	assert_int_equal(atomic_load(&h->done), 0); /* still held: no hang */
-	assert_int_equal(atomic_load(&runs), 0);
-	assert_int_equal(rep.ret, -ETIMEDOUT);
-	assert_int_equal(rep.ended, CPUHOG_END_TIMEDOUT);
-	assert_int_equal(rep.fn_runs, 0);
-	assert_int_equal(CPU_COUNT(&rep.ran), 0);
-	assert_int_equal(rep.all_held_ns, 0);
-	assert_int_equal(rep.hold_ns, 0);
-	assert_true(rep.nr_missing >= 1);
-	assert_true(CPU_ISSET(victim, &rep.missing));
+	assert_int_equal(rep->ret, -ETIMEDOUT);
+	assert_int_equal(rep->ended, CPUHOG_END_TIMEDOUT);
+	assert_int_equal(rep->fn_runs, 0);
+	assert_int_equal(CPU_COUNT(&rep->ran), 0);
+	assert_int_equal(rep->all_held_ns, 0);
+	assert_int_equal(rep->hold_ns, 0);
+	assert_true(rep->nr_missing >= 1);
+	assert_true(CPU_ISSET(victim, &rep->missing));
 	/* every CPU is either missing or arrived (in a guest whose vCPUs
 	 * the host runs late, ours may be missing too) */
-	for (i = 0; i < rep.nr_cpu; i++)
+	for (i = 0; i < rep->nr_cpu; i++) {
+		assert_false(rc[i].flags & CPUHOG_RC_RAN);
 		if (rc[i].cpu == victim)
 			miss = &rc[i];
 		else
-			assert_true(CPU_ISSET(rc[i].cpu, &rep.missing) ||
+			assert_true(CPU_ISSET(rc[i].cpu, &rep->missing) ||
 				    (rc[i].flags & CPUHOG_RC_ARRIVED));
+	}
 	assert_non_null(miss);
 	assert_true(miss->flags & CPUHOG_RC_MISSING);
 	assert_int_equal(miss->arrived_ns, 0);
@@ -263,28 +254,225 @@ static bool names_holder_once(unsigned int victim, unsigned int mine,
 	return true;
 }
 
-static void report_names_the_holder(void **state)
+/* One stop against a holder of @victim: true if the report named it;
+ * false also where another process's stop kept the stop lock. */
+static bool stop_names_holder(unsigned int victim, unsigned int *locked)
 {
-	unsigned int victim = t_nth_cpu(1), mine = t_nth_cpu(0), tries,
-		     locked = 0;
+	struct cpuhog_report rep;
+	struct t_held *h;
+	int status;
+	pid_t pid;
+
+	atomic_store(&runs, 0);
+	h = t_hold_cpu(victim, 80 * t_slow() * t_many(), &pid);
+	report_init(&rep);
+	assert_int_equal(stop_machine_report(spin, NULL, 0, NULL, &rep),
+			 -ETIMEDOUT);
+	if (rep.ended == CPUHOG_END_LOCKED_OUT) {
+		/* another process's stop (another test's) kept the
+		 * machine-wide lock, waiting for the held CPU itself */
+		assert_int_equal(rep.nr_cpu, 0);
+		assert_int_equal(rep.tries, 0);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		print_message("locked out by another process's stop\n");
+		++*locked;
+		return false;
+	}
+	assert_int_equal(atomic_load(&h->done), 0); /* still held: no hang */
+	assert_int_equal(atomic_load(&runs), 0);
+	return names_holder(&rep, victim, pid);
+}
+
+/* One hog_synchronize_report() against a holder of @victim: true if
+ * the report named it. */
+static bool sync_names_holder(unsigned int victim)
+{
+	struct cpuhog_report rep;
+	struct t_held *h;
+	pid_t pid;
+
+	h = t_hold_cpu(victim, 50 * t_slow() * t_many(), &pid);
+	report_init(&rep);
+	assert_int_equal(hog_synchronize_report(&rep), -ETIMEDOUT);
+	assert_int_equal(atomic_load(&h->done), 0); /* still held: no hang */
+	return names_holder(&rep, victim, pid);
+}
+
+/* The library again with a short stop timeout, the caller on @mine. */
+static void short_timeout(unsigned int mine)
+{
 	struct cpuhog_attr a;
 
-	(void)state;
-	if (victim == mine || !t_can_rt())
-		t_skip("needs two hogged CPUs and SCHED_FIFO");
 	cpuhog_shutdown();
 	cpuhog_attr_init(&a);
 	a.stop_timeout_ns = 15 * MS;
 	assert_int_equal(cpuhog_init(&a), 0);
 	t_pin(mine);
+}
+
+static void report_names_the_holder(void **state)
+{
+	unsigned int victim = t_nth_cpu(1), mine = t_nth_cpu(0), tries,
+		     locked = 0;
+
+	(void)state;
+	if (victim == mine || !t_can_rt())
+		t_skip("needs two hogged CPUs and SCHED_FIFO");
+	short_timeout(mine);
 	spin_ns = 0;
-	for (tries = 0; tries < 6 && !names_holder_once(victim, mine, &locked);
+	for (tries = 0; tries < 6 && !stop_names_holder(victim, &locked);
 	     tries++)
 		t_sleep_ms(100);
 	cpuhog_shutdown();
 	if (tries == 6 && locked == 6)
 		t_skip("other processes' stops kept the stop lock at each try");
 	assert_true(tries < 6);
+}
+
+/* ---- hog_synchronize_report() that times out names the holder ---- */
+static void report_synchronize_names_holder(void **state)
+{
+	unsigned int victim = t_nth_cpu(1), mine = t_nth_cpu(0), tries;
+
+	(void)state;
+	if (victim == mine || !t_can_rt())
+		t_skip("needs two hogged CPUs and SCHED_FIFO");
+	short_timeout(mine);
+	for (tries = 0; tries < 6 && !sync_names_holder(victim); tries++)
+		t_sleep_ms(100);
+	cpuhog_shutdown();
+	assert_true(tries < 6);
+}
+
+/* Every CPU of a report of a call that holds nothing: its work ran
+ * there, its times in order and within the call, nothing held. */
+static void work_times_ordered(const struct cpuhog_report *rep)
+{
+	unsigned int i;
+
+	for (i = 0; i < rep->nr_cpu; i++) {
+		assert_true(rc[i].flags & CPUHOG_RC_ARRIVED);
+		assert_true(rc[i].flags & CPUHOG_RC_RAN);
+		assert_false(rc[i].flags & CPUHOG_RC_HELD);
+		assert_false(rc[i].flags & CPUHOG_RC_MISSING);
+		assert_true(rc[i].arrived_ns > 0);
+		assert_int_equal(rc[i].held_ns, 0);
+		assert_true(rc[i].arrived_ns <= rc[i].released_ns);
+		assert_true(rc[i].released_ns <= rep->total_ns);
+		assert_true(rc[i].arrived_ns <= rep->all_held_ns);
+		assert_true(CPU_ISSET(rc[i].cpu, &rep->ran));
+	}
+	assert_true(rep->all_held_ns > 0);
+	assert_true(rep->all_held_ns <= rep->total_ns);
+	assert_int_equal(rep->nr_missing, 0);
+	assert_int_equal(CPU_COUNT(&rep->held), 0);
+	assert_int_equal(CPU_COUNT(&rep->missing), 0);
+	assert_int_equal(rep->hold_ns, 0);
+	assert_int_equal(rep->released, CPUHOG_RELEASED_NONE);
+	assert_false(rep->serialized);
+	assert_int_equal(rep->ended, CPUHOG_END_RAN);
+	assert_int_equal(rep->tries, 1);
+	assert_int_equal(rep->fn_runs, rep->nr_cpu);
+	assert_int_equal(CPU_COUNT(&rep->ran), (int)rep->nr_cpu);
+}
+
+/* ---- hog_cpus_report(): fn ran on every CPU, inside its times ---- */
+static void report_hog_cpus(void **state)
+{
+	struct cpuhog_report rep;
+	cpu_set_t set;
+	unsigned int i;
+	int n;
+
+	(void)state;
+	n = fresh_call(&rep, &set, 1 * MS);
+	atomic_store(&alloc_tries, 0);
+	assert_int_equal(hog_cpus_report(sizeof(set), &set, spin, NULL, &rep),
+			 0);
+	assert_int_equal(atomic_load(&alloc_tries), 0);
+	assert_int_equal(atomic_load(&runs), n);
+	assert_int_equal(rep.ret, 0);
+	assert_int_equal(rep.nr_cpu, n);
+	assert_true(CPU_EQUAL(&rep.ran, &set));
+	work_times_ordered(&rep);
+	for (i = 0; i < rep.nr_cpu; i++) /* fn ran between the stamps */
+		assert_true(rc[i].released_ns - rc[i].arrived_ns >= spin_ns);
+
+	/* no report: hog_cpus() itself; an error of the call, reported */
+	spin_ns = 0;
+	assert_int_equal(hog_cpus_report(sizeof(set), &set, spin, NULL, NULL),
+			 0);
+	report_init(&rep);
+	assert_int_equal(hog_cpus_report(sizeof(set), &set, NULL, NULL, &rep),
+			 -EINVAL);
+	assert_int_equal(rep.ret, -EINVAL);
+	assert_int_equal(rep.ended, CPUHOG_END_NONE);
+	assert_int_equal(rep.tries, 0);
+	assert_int_equal(rep.nr_cpu, 0);
+	rep.size = 8; /* a bad report */
+	assert_int_equal(hog_cpus_report(sizeof(set), &set, spin, NULL, &rep),
+			 -EINVAL);
+}
+
+/* In poll mode a CPU whose poller answers passes too: the same report,
+ * whoever answered (the pollers start polling on their own time). */
+static void synchronize_polled(int n, const cpu_set_t *set)
+{
+	struct cpuhog_report rep;
+	struct cpuhog_info in;
+	struct cpuhog_attr a;
+	int i;
+
+	cpuhog_shutdown();
+	cpuhog_attr_init(&a);
+	a.flags = CPUHOG_F_POLL;
+	a.poll_ns = 0;
+	assert_int_equal(cpuhog_init(&a), 0);
+	for (i = 0; i < 20; i++) {
+		report_init(&rep);
+		assert_int_equal(hog_synchronize_report(&rep), 0);
+		assert_int_equal(rep.nr_cpu, n);
+		assert_true(CPU_EQUAL(&rep.ran, set));
+		work_times_ordered(&rep);
+		t_sleep_ms(5);
+	}
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	print_message("%llu CPUs answered by their poller\n",
+		      (unsigned long long)in.poll_sync_acks);
+	cpuhog_shutdown();
+}
+
+/* ---- hog_synchronize_report(): every hogged CPU passed ---- */
+static void report_synchronize(void **state)
+{
+	struct cpuhog_report rep;
+	unsigned int mine = t_nth_cpu(0);
+	cpu_set_t set;
+	int n;
+
+	(void)state;
+	n = t_hog_cpus(&set);
+	t_pin(mine);
+	report_init(&rep);
+	atomic_store(&alloc_tries, 0);
+	assert_int_equal(hog_synchronize_report(&rep), 0);
+	assert_int_equal(atomic_load(&alloc_tries), 0);
+	assert_int_equal(rep.ret, 0);
+	assert_int_equal(rep.nr_cpu, n);
+	assert_true(CPU_EQUAL(&rep.ran, &set));
+	assert_true(CPU_ISSET(mine, &rep.ran)); /* ours, passed at once */
+	work_times_ordered(&rep);
+
+	assert_int_equal(hog_synchronize_report(NULL), 0);
+	cpuhog_report_init(&rep);
+	rep.cpu_len = 4; /* entries, but no array */
+	assert_int_equal(hog_synchronize_report(&rep), -EINVAL);
+	/* no array: the sets and times still come */
+	cpuhog_report_init(&rep);
+	assert_int_equal(hog_synchronize_report(&rep), 0);
+	assert_int_equal(rep.fn_runs, n);
+	assert_true(rep.all_held_ns > 0);
+	synchronize_polled(n, &set);
 }
 
 /* ---- a hold released by fn's overrun ---- */
@@ -330,6 +518,9 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(report_never_allocates),
 	cmocka_unit_test(report_names_the_holder),
 	cmocka_unit_test(report_overrun_releases),
+	cmocka_unit_test(report_hog_cpus),
+	cmocka_unit_test(report_synchronize),
+	cmocka_unit_test(report_synchronize_names_holder),
 };
 
 T_MAIN(tests)
