@@ -613,7 +613,8 @@ CPUHOG_API int stop_two_cpus_report(unsigned int cpu1, unsigned int cpu2,
  * refused (its CPU went offline or left the cpuset); all_held_ns when
  * every CPU of the call had started fn (0: not every one did); fn_runs,
  * ran; tries 1 once the works were queued; ended CPUHOG_END_RAN, or
- * CPUHOG_END_NOCPU where fn ran nowhere.  held_ns, hold_ns, held,
+ * CPUHOG_END_NOCPU where fn ran nowhere, or CPUHOG_END_NONE where the
+ * call failed before queueing (-EINVAL, -ENOENT, -EPERM, -EDEADLK).  held_ns, hold_ns, held,
  * released, serialized and lock_waited stay 0; no CPU is ever missing
  * (hog_cpus() waits for every one).  The hogs take the times only for a
  * call that asks; the report allocates nothing.
@@ -669,8 +670,10 @@ CPUHOG_API int hog_synchronize(void);
  * call succeeded, CPUHOG_RC_MISSING for one whose hog never came;
  * all_held_ns when the last CPU passed (0: not every one did); fn_runs
  * and ran: the CPUs that passed (none on failure: the barrier did not
- * happen).  On -ETIMEDOUT each missing CPU names the task that ran
- * there, as stop_machine_report() does.  CPUs out of reach (offline,
+ * happen); no flags for a CPU whose hog was never asked (the call gave
+ * up waiting for its previous work first).  On -ETIMEDOUT each missing
+ * CPU names the task that ran there, as stop_machine_report() does (it
+ * may then allocate, and reads /proc for about 2 ms).  CPUs out of reach (offline,
  * outside the cpuset), which the kernel's barrier covers, are not in it.
  * held_ns, hold_ns, held, released, serialized and lock_waited stay 0.
  * Context: as hog_synchronize().

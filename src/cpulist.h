@@ -31,7 +31,7 @@ struct cpulist_scan {
 	enum cpulist_fault fault;
 	const char *at;		 /* where the fault is */
 	unsigned long lo, hi;	 /* the range last read */
-	unsigned long highest;	 /* the highest CPU named */
+	unsigned long highest;	 /* the highest range end named */
 	int count;		 /* distinct CPUs set (those in the set) */
 };
 

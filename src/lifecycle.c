@@ -127,7 +127,7 @@ static void ctx_free(struct ctx *c)
 		free(c->hogs[i].mask);
 		if (c->hogs[i].status_fd >= 0)
 			close(c->hogs[i].status_fd);
-		poll_forget(&c->hogs[i]); /* a fork's inherited context */
+		poll_forget(&c->hogs[i]); /* stopped, or a fork's inherited */
 	}
 	free(c->hogs);
 	free(c->by_cpu);

@@ -27,6 +27,7 @@ struct stop_outcome {
 	unsigned int fn_runs;  /* hogs that ran fn in it, */
 	unsigned int fn_want;  /* of how many asked */
 	unsigned int released; /* 0: the hold stood; STOP_LOST, STOP_OVERRUN */
+	bool pushed;	       /* the last try's works were queued */
 	bool serialized;       /* held the machine-wide lock (serialize.c); */
 	bool lock_waited_out;  /* not: it was held past its bound */
 	bool lock_waited;      /* and found it held by another process */

@@ -94,7 +94,7 @@ struct poller {
 	alignas(CACHELINE) _Atomic uint32_t batches;
 	/* The poller's own: its rounds' counts (stepped_aside()), the last
 	 * batch count it saw, its /proc/stat and buffer, its scratch mask
-	 * for pin_to().  poll_free() frees them in a forked child. */
+	 * for pin_to(); poll_forget() frees them. */
 	uint64_t prev, last_work, window, lost, yielded;
 	uint32_t seen;
 	int stat_fd;
@@ -542,24 +542,24 @@ void poll_exit_all(struct hog *hogs, unsigned int n,
 			atomic_store(&hogs[i].poll->on, false);
 }
 
+/* Stop @h's poller and join it.  Its memory stays until ctx_free()
+ * (poll_forget()): the hog, still running, may read it after a batch. */
 void poll_stop(struct hog *h)
 {
 	struct timespec nap = { 0, 50000 };
 	struct poller *p = h->poll;
 
-	if (!p)
+	if (!p || !atomic_load(&p->on))
 		return;
-	if (atomic_load(&p->on)) {
-		poll_tell_stop(p);
-		while (!raised_and_left(p))
-			nanosleep(&nap, NULL);
-		pthread_join(p->thread, NULL);
-	}
-	h->poll = NULL;
-	poller_free(p);
+	poll_tell_stop(p);
+	while (!raised_and_left(p))
+		nanosleep(&nap, NULL);
+	pthread_join(p->thread, NULL);
+	atomic_store(&p->on, false);
 }
 
-/* A forked child's inherited context: its pollers never ran here. */
+/* The poller's memory, its thread stopped or never in this process (a
+ * forked child's inherited context). */
 void poll_forget(struct hog *h)
 {
 	if (h->poll)

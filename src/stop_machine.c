@@ -379,6 +379,7 @@ static int stop_once(struct ctx *c, unsigned int n, bool fn_one,
 	unsigned int i, ph;
 
 	o->tries++;
+	o->pushed = false;
 	o->fn_runs = o->released = o->fn_want = 0;
 	o->ended = STOP_TIMEDOUT;
 	CPU_ZERO(&o->ran);
@@ -386,6 +387,11 @@ static int stop_once(struct ctx *c, unsigned int n, bool fn_one,
 		COUNT_UP(&c->stop_timeouts);
 		return (int)gen;
 	}
+	/* armed only now: a stale work of an earlier call, which the
+	 * reserve waited out, may have stamped its hog's times */
+	o->pushed = true;
+	if (o->rep)
+		stop_report_arm(c, n, true);
 	for (i = 0; i < n; i++)
 		o->fn_want += fn_one ? i == 0 : !!(c->mflags[i] & W_F_RUNS_FN);
 	st->fn_one = fn_one;
@@ -524,8 +530,6 @@ int cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
 			c->reach_fresh = false;
 			n = pick(c, setsize, cpus, two, cpu1, cpu2);
 		}
-		if (o->rep && n)
-			stop_report_arm(c, n, true);
 		r = n ? stop_once(c, n, !cpus && !two, o) : -ENOENT;
 		if (o->rep && n)
 			stop_report_try(c, n, o);

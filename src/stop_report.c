@@ -105,6 +105,14 @@ static void put_cpu(struct stop_outcome *o, unsigned int k, unsigned int cpu,
 	rc->released_ns = since(o, released);
 }
 
+/* Whether @h's multi-CPU slot is still queued (acquire: the work's
+ * times and ran, before its DONE). */
+static bool slot_queued(struct hog *h)
+{
+	return (atomic_load_explicit(&h->slot.state, memory_order_acquire) &
+		W_STATE) == W_QUEUED;
+}
+
 /* A try's times, from the @n hogs of msel (the last try's stand). */
 void stop_report_try(struct ctx *c, unsigned int n, struct stop_outcome *o)
 {
@@ -122,6 +130,13 @@ void stop_report_try(struct ctx *c, unsigned int n, struct stop_outcome *o)
 		uint64_t a = RELAXED(&h->t_arrived), hd = RELAXED(&h->t_held),
 			 out = RELAXED(&h->t_released);
 		unsigned int f = a ? CPUHOG_RC_ARRIVED : CPUHOG_RC_MISSING;
+
+		if (!o->pushed) { /* the reserve timed out: no times */
+			f = slot_queued(h) ? CPUHOG_RC_MISSING : 0;
+			put_cpu(o, i, h->cpu, f, 0, 0, 0);
+			all_held = false;
+			continue;
+		}
 
 		if (hd) {
 			f |= CPUHOG_RC_HELD;
@@ -179,11 +194,8 @@ void call_report_hogs(struct ctx *c, unsigned int n, bool pushed,
 
 	for (i = 0; i < n; i++) {
 		struct hog *h = c->msel[i];
-		/* acquire: the work's times and ran, before its DONE */
-		uint32_t st = atomic_load_explicit(&h->slot.state,
-						   memory_order_acquire);
 
-		if ((st & W_STATE) == W_QUEUED)
+		if (slot_queued(h))
 			f = CPUHOG_RC_MISSING;
 		else if (!pushed || !h->slot.ran)
 			f = 0;
@@ -191,8 +203,9 @@ void call_report_hogs(struct ctx *c, unsigned int n, bool pushed,
 			f = CPUHOG_RC_ARRIVED |
 			    (o->ended == STOP_RAN ? CPUHOG_RC_RAN : 0);
 		call_report_cpu(o, h->cpu, f,
-				f ? RELAXED(&h->t_arrived) : 0,
-				f ? RELAXED(&h->t_released) : 0);
+				f & CPUHOG_RC_ARRIVED ? RELAXED(&h->t_arrived) : 0,
+				f & CPUHOG_RC_ARRIVED ? RELAXED(&h->t_released)
+						      : 0);
 	}
 }
 
