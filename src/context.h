@@ -225,6 +225,7 @@ struct ctx {
 	bool transit;
 	struct group group;
 	struct hog **msel; /* nr_hogs entries, under multi_lock */
+	unsigned int mnr;  /* the current call's, pushed (multi_push()) */
 	cpu_set_t *mscratch; /* scratch, under multi_lock */
 	cpu_set_t *reach; /* reach()'s, under multi_lock */
 	bool reach_fresh; /* read in this multi-CPU call */

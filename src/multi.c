@@ -16,9 +16,9 @@
  * each hog's futex wait and its callback's signal check, rt_sigpending()
  * (report.c); the sleep check reads getrusage() only after a callback
  * that was switched out (switches.c).  In poll mode the other hog's wake
- * is its poller's (1 + 4).  On N CPUs the caller wakes at most
- * wake_fanout hogs and the hogs the rest, and the caller sleeps once if
- * the call outlasts its spin.
+ * is its poller's (1 + 4).  On N CPUs the caller wakes one hog and the
+ * hogs the rest; the caller sleeps once if the call outlasts its spin,
+ * and once more, then wakes the late hogs, if it outlasts RESCUE_NS.
  */
 #include "internal.h"
 #include "probes.h"
@@ -29,6 +29,7 @@
 #define BACKOFF_EVERY_NS 4000000u /* at most once per this (one tick) */
 #define TRANSIT_NS 4000000u       /* a back-off while one is in transit */
 #define TRANSIT_CHECK_NS 5000000u /* how often sysfs is read for that */
+#define RESCUE_NS 1000000u        /* a call pending this long: rescue() */
 
 /*
  * Whether a CPU whose hog is away is still listed online and still in
@@ -236,6 +237,8 @@ void multi_push(struct ctx *c, unsigned int n, uint32_t gen, cpuhog_fn_t fn,
 	struct hog *root = wake_plan(c, c->msel, c->mflags, n);
 	unsigned int i;
 
+	c->mnr = n;
+
 	/* relaxed: the pushes below release it to the hogs; stale hogs
 	 * only compare it in a CAS */
 	atomic_store_explicit(&c->group.word, (uint64_t)gen << 32 | n,
@@ -277,6 +280,25 @@ static void multi_spin(struct ctx *c)
 }
 
 /*
+ * The wake tree's rescue (wake.c): every hog of the call that still
+ * sleeps on its queued slot, its parent late, woken by the caller.  A
+ * hog never sleeps on a slot it took, so one that sleeps has not seen it
+ * (or is about to: the wake is then spurious); a finished slot is left.
+ */
+static void rescue(struct ctx *c)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->mnr; i++)
+		/* relaxed: a stale QUEUED costs a wake_hog(), which only
+		 * loads a hog that is awake */
+		if ((atomic_load_explicit(&c->msel[i]->slot.state,
+					  memory_order_relaxed) &
+		     W_STATE) == W_QUEUED)
+			wake_hog(c->msel[i]);
+}
+
+/*
  * Wait until every work of the current call has finished.  @poll, if
  * given, is asked on every wake-up and at @deadline (timed_out), and ends
  * the wait early by returning an error; going on past a deadline, it
@@ -284,11 +306,13 @@ static void multi_spin(struct ctx *c)
  * the spin, which is short): once its own CPU's hog is through, the
  * caller may find another hog still in the last phase, and a sleep then
  * costs it a wait and that hog a wake (test_entries' poll-mode stops
- * counted so in about one run of five on this VM).
+ * counted so in about one run of five on this VM).  RESCUE_NS after it
+ * began, still waiting, the caller wakes the hogs still asleep (wake.c).
  */
 int multi_wait(struct ctx *c, uint64_t deadline,
 	       int (*poll)(struct ctx *c, bool timed_out, uint64_t *deadline))
 {
+	uint64_t rescue_at = deadline_in(RESCUE_NS);
 	struct group *g = &c->group;
 	bool timed_out = false;
 	uint32_t s;
@@ -312,7 +336,16 @@ int multi_wait(struct ctx *c, uint64_t deadline,
 				continue;
 			s |= 1;
 		}
-		timed_out = futex_wait(&g->seq, s, deadline) == -ETIMEDOUT;
+		timed_out = futex_wait(&g->seq, s,
+				       rescue_at < deadline ? rescue_at
+							    : deadline) ==
+			    -ETIMEDOUT;
+		if (timed_out && rescue_at < deadline) {
+			rescue(c);
+			rescue_at = NO_DEADLINE;
+			timed_out = false;
+			continue;
+		}
 		if (timed_out && !poll)
 			return pending(c) ? -ETIMEDOUT : 0;
 	}
