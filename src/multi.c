@@ -267,18 +267,6 @@ static bool spin_ok(struct ctx *c)
 		      W_STATE) != W_QUEUED;
 }
 
-static void multi_spin(struct ctx *c)
-{
-	uint64_t end = deadline_in(c->spin_ns);
-	unsigned int k = 0;
-
-	while (pending(c) && spin_ok(c)) {
-		cpu_relax();
-		if ((++k & 31) == 0 && now_ns() > end)
-			return;
-	}
-}
-
 /*
  * The wake tree's rescue (wake.c): every hog of the call that still
  * sleeps on its queued slot, its parent late, woken by the caller.  A
@@ -313,42 +301,28 @@ int multi_wait(struct ctx *c, uint64_t deadline,
 	       int (*poll)(struct ctx *c, bool timed_out, uint64_t *deadline))
 {
 	uint64_t rescue_at = deadline_in(RESCUE_NS);
-	struct group *g = &c->group;
-	bool timed_out = false;
-	uint32_t s;
+	struct wait w = WAIT(&c->group.seq, 1,
+			     c->spin_ns ? deadline_in(c->spin_ns) : 0, deadline);
 	int r;
 
-	if (c->spin_ns)
-		multi_spin(c);
-	for (;;) {
-		/* acquire: pairs with group_kick()'s release */
-		s = atomic_load_explicit(&g->seq, memory_order_acquire);
-		if (!pending(c))
-			return 0;
-		/* poll moves the deadline on when it chooses to go on */
-		if (poll && (r = poll(c, timed_out, &deadline)) < 0)
-			return r;
-		if (!(s & 1)) {
-			/* acquire on failure: re-read the event it carries */
-			if (!atomic_compare_exchange_weak_explicit(
-				    &g->seq, &s, s | 1, memory_order_acquire,
-				    memory_order_acquire))
-				continue;
-			s |= 1;
-		}
-		timed_out = futex_wait(&g->seq, s,
-				       rescue_at < deadline ? rescue_at
-							    : deadline) ==
-			    -ETIMEDOUT;
-		if (timed_out && rescue_at < deadline) {
-			rescue(c);
-			rescue_at = NO_DEADLINE;
-			timed_out = false;
+	for (; pending(c); wait_turn(&w)) {
+		if (w.spin_end) { /* only while spin_ok() */
+			w.spin_end = spin_ok(c) ? w.spin_end : 0;
 			continue;
 		}
-		if (timed_out && !poll)
-			return pending(c) ? -ETIMEDOUT : 0;
+		if (w.slept == -ETIMEDOUT && rescue_at < deadline) {
+			rescue(c); /* and no timeout */
+			rescue_at = NO_DEADLINE;
+			w.slept = 0;
+		}
+		/* poll moves the deadline on when it chooses to go on */
+		if (poll && (r = poll(c, w.slept == -ETIMEDOUT, &deadline)) < 0)
+			return r;
+		if (w.slept == -ETIMEDOUT && !poll)
+			return -ETIMEDOUT;
+		w.deadline = rescue_at < deadline ? rescue_at : deadline;
 	}
+	return 0;
 }
 
 /* 0 or a callback's non-zero value; *ran_any: some callback ran. */

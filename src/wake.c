@@ -47,13 +47,12 @@
  * awake may take its slot the moment it is pushed, and its wake must
  * find the child's work there.  So the parent's wake_hog() reads the
  * child's sleeping flag after the child's push, both seq_cst: the child
- * sees its work, or the parent sees it asleep (the Dekker pattern of
- * hog.c, the push made by the caller, the look by the parent; the
- * rescue's look is the caller's own, after its push).  A hog refuses its
- * work (off its CPU) only after it has woken its children, so a refusal
- * never strands a subtree.  A spurious wake (a stale slot of an
- * abandoned stop, read with its old children) finds an empty queue and
- * costs one futex wake.
+ * sees its work, or the parent sees it asleep (Dekker's pattern, the
+ * push made by the caller, the look by the parent or, in a rescue, the
+ * caller).  A hog refuses its work (off its CPU) only after it has woken
+ * its children, so a refusal never strands a subtree.  A spurious wake
+ * (a stale slot of an abandoned stop, read with its old children) finds
+ * an empty queue and costs one futex wake.
  */
 #include "internal.h"
 
@@ -65,12 +64,9 @@
  */
 void wake_hog(struct hog *h)
 {
-	/*
-	 * seq_cst load after the producer's seq_cst push: with hog_sleep()'s
-	 * store-then-load this is Dekker's pattern, so either the hog sees
-	 * the work or we see it asleep.  The exchange lets one producer of
-	 * many pay for the system call.
-	 */
+	/* seq_cst, after the producer's seq_cst push: Dekker's pattern
+	 * with hog_sleep() (platform.c's note on waiting).  The exchange
+	 * lets one producer of many pay for the system call. */
 	if (!atomic_load(&h->sleeping) || poll_offer(h))
 		return; /* awake, or its poller took the wake (poll.c) */
 	if (atomic_exchange(&h->sleeping, 0))
