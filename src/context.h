@@ -222,9 +222,9 @@ struct ctx {
 	uint64_t backoff_at; /* under multi_lock: see multi_unlock() */
 	uint64_t transit_at; /* under multi_lock: see in_transit() */
 	bool transit;
+	unsigned int mnr; /* msel's hogs in the current call (multi_push()) */
 	struct group group;
 	struct hog **msel; /* nr_hogs entries, under multi_lock */
-	unsigned int mnr;  /* the current call's, pushed (multi_push()) */
 	cpu_set_t *mscratch; /* scratch, under multi_lock */
 	cpu_set_t *reach; /* reach()'s, under multi_lock */
 	bool reach_fresh; /* read in this multi-CPU call */
