@@ -65,22 +65,22 @@ void futex_wake(_Atomic uint32_t *addr, int n)
 
 /*
  * The one wait of every waiter (a hog's for work, a work's, a call's
- * caller, a stop's hogs), in turns: the waiter looks at what it waits
- * for, and not done takes a turn, a spin (the clock read every
- * CLOCK_EVERY spins) until w->spin_end, then its bit set in the futex
- * word, then sleeps on the word until w->deadline; each turn ends with
- * the word read anew, for the next look.
+ * caller, a stop's hogs, a parked poller), in turns: the waiter looks at
+ * what it waits for and, not done, takes a turn: a spin (the clock read
+ * every CLOCK_EVERY spins) until w->spin_end; then its bit set in the
+ * futex word; then a sleep on the word until w->deadline.  Each turn
+ * ends with the word read anew, for the next look.
  *
  * No wake-up is lost.  A waker makes what is waited for true, then
- * either moves the word on (wait_kick(), or an exchange of its own:
- * work_finish()), waking the sleepers where the bit was set; or only
- * loads the word, after a seq_cst store of what is waited for
- * (wake_hog()).  The waiter sleeps only while the word reads as it did
- * before its last look, its bit set: no move came since the look, and
- * every move before it was seen by the read (acquire, against the
- * move's release), and with it what was made true.  Against a waker
- * that only loads, the bit's seq_cst CAS and the look after it are the
- * other half of Dekker's pattern.
+ * either moves the word on (wait_kick(); a CAS or exchange of its own:
+ * work_finish(), poll.c), waking the sleepers where the bit was set, or
+ * only loads the word, after a seq_cst store of what is waited for
+ * (wake_hog()).  The waiter sleeps only while the word still reads as
+ * it did before its last look, its bit set: no move came since that
+ * read, which saw the last one (acquire, against the move's release),
+ * and with it what was made true.  Against a waker that only loads, the
+ * bit's seq_cst CAS and the look after it are the other half of
+ * Dekker's pattern.
  */
 #define CLOCK_EVERY 16
 
