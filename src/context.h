@@ -153,8 +153,7 @@ struct hog {
  */
 struct stop_state {
 	_Atomic uint64_t word;	   /* gen:32 | phase:8 | acks to come:24 */
-	_Atomic uint32_t wake;	   /* futex: +1 on each phase change */
-	_Atomic uint32_t sleepers; /* hogs asleep on wake */
+	_Atomic uint32_t wake; /* futex: wait_kick() at each phase change */
 	_Atomic uint32_t released; /* gen whose hold was released, */
 	_Atomic uint32_t release_why; /* and why (STOP_LOST, STOP_OVERRUN) */
 	_Atomic uint32_t fn_claimed;  /* fn on any one CPU: taken */
@@ -210,6 +209,7 @@ struct ctx {
 	uint64_t backoff_at; /* under multi_lock: see multi_unlock() */
 	uint64_t transit_at; /* under multi_lock: see in_transit() */
 	bool transit;
+	unsigned int mnr; /* msel's hogs in the current call (multi_push()) */
 	struct group group;
 	struct hog **msel; /* nr_hogs entries, under multi_lock */
 	cpu_set_t *mscratch; /* scratch, under multi_lock */

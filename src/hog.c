@@ -40,28 +40,13 @@
 
 static void hog_sleep(struct hog *h)
 {
-	atomic_store(&h->sleeping, 1); /* seq_cst: see wake_hog(), wake.c */
-	store_load_fence(); /* the store above before the loads below */
-	if (atomic_load(&h->head) == NULL && !atomic_load(&h->stop))
-		futex_wait(&h->sleeping, 1, NO_DEADLINE);
+	struct wait w = WAIT(&h->sleeping, 1, 0, NO_DEADLINE);
+
+	/* seq_cst loads: Dekker, with wake_hog() (platform.c's note) */
+	while (atomic_load(&h->head) == NULL && !atomic_load(&h->stop))
+		wait_turn(&w);
 	/* relaxed: only a hint for producers; the queue itself is re-read */
 	atomic_store_explicit(&h->sleeping, 0, memory_order_relaxed);
-}
-
-/* Wake the caller of the current multi-CPU call, if it sleeps. */
-void group_kick(struct group *g)
-{
-	uint32_t s = atomic_load_explicit(&g->seq, memory_order_relaxed);
-
-	/* release: the event (count at zero, a stop abandoned) before the
-	 * caller's acquire of seq; clearing bit 0 takes the sleeper */
-	while (!atomic_compare_exchange_weak_explicit(&g->seq, &s,
-						      (s + 2) & ~1u,
-						      memory_order_release,
-						      memory_order_relaxed))
-		;
-	if (s & 1)
-		futex_wake(&g->seq, INT_MAX);
 }
 
 static void group_arrive(struct group *g, uint32_t gen)
@@ -78,7 +63,7 @@ static void group_arrive(struct group *g, uint32_t gen)
 		&g->word, &v, v - 1, memory_order_acq_rel,
 		memory_order_relaxed));
 	if ((uint32_t)(v - 1) == 0)
-		group_kick(g);
+		wait_kick(&g->seq); /* the caller's (multi_wait()) */
 }
 
 /* Publish a work's result.  After the exchange the owner may reuse @w. */
@@ -307,49 +292,29 @@ void queue_work(struct hog *h, struct work *w)
 	wake_hog(h);
 }
 
-/* Sleep until *st leaves W_QUEUED, or until @deadline. */
-static int state_sleep(_Atomic uint32_t *st, uint64_t deadline)
+/* Wait until *@st leaves W_QUEUED (acquire, in the turns: ret and ran),
+ * spinning @spin_ns first; -ETIMEDOUT at @deadline. */
+static int state_wait(_Atomic uint32_t *st, uint64_t spin_ns,
+		      uint64_t deadline)
 {
-	uint32_t s = atomic_load_explicit(st, memory_order_acquire);
+	struct wait w = WAIT(st, W_WAITER, spin_ns ? deadline_in(spin_ns) : 0,
+			     deadline);
 
-	while ((s & W_STATE) == W_QUEUED) {
-		/* announce ourselves, so that work_finish() wakes us */
-		if (!(s & W_WAITER)) {
-			if (!atomic_compare_exchange_weak_explicit(
-				    st, &s, s | W_WAITER,
-				    memory_order_acquire,
-				    memory_order_acquire))
-				continue;
-			s |= W_WAITER;
-		}
-		if (futex_wait(st, s, deadline) == -ETIMEDOUT) {
-			s = atomic_load_explicit(st, memory_order_acquire);
-			return (s & W_STATE) == W_QUEUED ? -ETIMEDOUT : 0;
-		}
-		s = atomic_load_explicit(st, memory_order_acquire);
+	while ((w.seen & W_STATE) == W_QUEUED) {
+		if (w.slept == -ETIMEDOUT)
+			return -ETIMEDOUT;
+		wait_turn(&w);
 	}
 	return 0;
 }
 
 int work_wait(struct work *w, bool may_spin, uint64_t spin_ns)
 {
-	if (may_spin && spin_ns) {
-		uint64_t end = deadline_in(spin_ns);
-		unsigned int k = 0;
-
-		/* acquire: ret and ran, once DONE is seen */
-		while ((atomic_load_explicit(&w->state, memory_order_acquire) &
-			W_STATE) == W_QUEUED) {
-			cpu_relax();
-			if ((++k & 31) == 0 && now_ns() > end)
-				break;
-		}
-	}
-	state_sleep(&w->state, NO_DEADLINE);
+	state_wait(&w->state, may_spin ? spin_ns : 0, NO_DEADLINE);
 	return w->ret;
 }
 
 int slot_wait_free(struct work *slot, uint64_t deadline)
 {
-	return state_sleep(&slot->state, deadline);
+	return state_wait(&slot->state, 0, deadline);
 }

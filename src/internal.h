@@ -41,9 +41,10 @@
 #define deadline_in cpuhog_i_deadline_in
 #define futex_wait cpuhog_i_futex_wait
 #define futex_wake cpuhog_i_futex_wake
+#define wait_kick cpuhog_i_wait_kick
+#define wait_turn cpuhog_i_wait_turn
 #define g_epoch cpuhog_i_epoch
 #define g_spin_ns cpuhog_i_spin_ns
-#define group_kick cpuhog_i_group_kick
 #define hog_main cpuhog_i_hog_main
 #define hogs_look_again cpuhog_i_hogs_look_again
 #define hog_of cpuhog_i_hog_of
@@ -137,7 +138,6 @@ HIDDEN void push_work(struct hog *h, struct work *w);
 HIDDEN void queue_work(struct hog *h, struct work *w);
 HIDDEN int work_wait(struct work *w, bool may_spin, uint64_t spin_ns);
 HIDDEN int slot_wait_free(struct work *slot, uint64_t deadline);
-HIDDEN void group_kick(struct group *g);
 
 /* lifecycle.c: a call's entry (making the context on first use) */
 HIDDEN struct ctx *ctx_get(int *err);
@@ -213,17 +213,10 @@ HIDDEN void symbol_describe(const void *addr, char *buf, size_t size);
  * Between a seq_cst store and a seq_cst load of another location, where
  * the two sides of Dekker's pattern meet (a sleeper says it sleeps, then
  * looks for work; a waker publishes work, then looks for a sleeper).
- * C11 orders the pair with no fence, and so do x86 (the store is an
- * xchg) and arm64 hardware (stlr then ldar: RCsc).  QEMU's user-mode
- * emulation of arm64 on an x86 host (7.2, make check-arm64) does not: it
- * puts its barriers before stlr and after ldar, none between, and the
- * host's store buffer reorders the two.  A litmus test of two seq_cst
- * store-load pairs saw the forbidden outcome 2 to 29 times in 200,000,
- * and the soak hung with a hog asleep on queued work (test_calls
- * back_to_back_wakeups_not_lost lost a wake-up in 11 of 20 runs of 3 s
- * without it, in none of 20 with it).  So
- * on arm64 a full fence (dmb ish): a few nanoseconds on hardware, on
- * paths about to sleep or stop.  Elsewhere nothing.
+ * C11 orders the pair with no fence, and so do x86 and arm64 hardware;
+ * QEMU's user-mode arm64 on an x86 host (make check-arm64) does not, and
+ * lost wake-ups there.  So on arm64 a full fence (dmb ish): a few
+ * nanoseconds on hardware, on paths about to sleep or stop.
  */
 #if defined(__aarch64__)
 #define store_load_fence() atomic_thread_fence(memory_order_seq_cst)
@@ -237,6 +230,22 @@ HIDDEN uint64_t deadline_in(uint64_t ns);
 HIDDEN int futex_wait(_Atomic uint32_t *addr, uint32_t val,
 		      uint64_t deadline_ns);
 HIDDEN void futex_wake(_Atomic uint32_t *addr, int n);
+/* A waiter's wait (platform.c): WAIT() reads the word first, as each
+ * wait_turn() does last; the turn returns the time where it read the
+ * clock, else 0. */
+struct wait {
+	_Atomic uint32_t *word; /* the futex, which wakers move */
+	uint32_t bit, seen;	/* the waiter bit; the word as last read */
+	uint64_t spin_end;	/* a time; 0: the spin is over */
+	uint64_t deadline;	/* the sleep's */
+	unsigned int spins;
+	int slept; /* the last turn's futex_wait(); 1: it did not sleep */
+};
+#define WAIT(word, bit, spin_end, deadline)                                   \
+	{ (word), (bit), atomic_load_explicit((word), memory_order_acquire),  \
+	  (spin_end), (deadline), 0, 1 }
+HIDDEN uint64_t wait_turn(struct wait *w);
+HIDDEN void wait_kick(_Atomic uint32_t *word);
 HIDDEN unsigned int possible_cpus(void);
 HIDDEN int read_cpulist(const char *path, size_t setsize, cpu_set_t *set);
 HIDDEN bool affine_only(pid_t tid, size_t setsize, cpu_set_t *scratch,

@@ -16,9 +16,9 @@
  * each hog's futex wait and its callback's signal check, rt_sigpending()
  * (report.c); the sleep check reads getrusage() only after a callback
  * that was switched out (switches.c).  In poll mode the other hog's wake
- * is its poller's (1 + 4).  On N CPUs the caller wakes at most
- * wake_fanout hogs and the hogs the rest, and the caller sleeps once if
- * the call outlasts its spin.
+ * is its poller's (1 + 4).  On N CPUs the caller wakes one hog and the
+ * hogs the rest; the caller sleeps once if the call outlasts its spin,
+ * and once more, then wakes the late hogs, if it outlasts RESCUE_NS.
  */
 #include "internal.h"
 #include "outcome.h"
@@ -30,6 +30,7 @@
 #define BACKOFF_EVERY_NS 4000000u /* at most once per this (one tick) */
 #define TRANSIT_NS 4000000u       /* a back-off while one is in transit */
 #define TRANSIT_CHECK_NS 5000000u /* how often sysfs is read for that */
+#define RESCUE_NS 1000000u        /* a call pending this long: rescue() */
 
 /*
  * Whether a CPU whose hog is away is still listed online and still in
@@ -236,6 +237,8 @@ void multi_push(struct ctx *c, unsigned int n, uint32_t gen, cpuhog_fn_t fn,
 	struct hog *root = wake_plan(c, c->msel, c->mflags, n);
 	unsigned int i;
 
+	c->mnr = n;
+
 	/* relaxed: the pushes below release it to the hogs; stale hogs
 	 * only compare it in a CAS */
 	atomic_store_explicit(&c->group.word, (uint64_t)gen << 32 | n,
@@ -264,16 +267,23 @@ static bool spin_ok(struct ctx *c)
 		      W_STATE) != W_QUEUED;
 }
 
-static void multi_spin(struct ctx *c)
+/*
+ * The wake tree's rescue (wake.c): every hog of the call that still
+ * sleeps on its queued slot, its parent late, woken by the caller.  A
+ * hog never sleeps on a slot it took, so one that sleeps has not seen it
+ * (or is about to: the wake is then spurious); a finished slot is left.
+ */
+static void rescue(struct ctx *c)
 {
-	uint64_t end = deadline_in(c->spin_ns);
-	unsigned int k = 0;
+	unsigned int i;
 
-	while (pending(c) && spin_ok(c)) {
-		cpu_relax();
-		if ((++k & 31) == 0 && now_ns() > end)
-			return;
-	}
+	for (i = 0; i < c->mnr; i++)
+		/* relaxed: a stale QUEUED costs a wake_hog(), which only
+		 * loads a hog that is awake */
+		if ((atomic_load_explicit(&c->msel[i]->slot.state,
+					  memory_order_relaxed) &
+		     W_STATE) == W_QUEUED)
+			wake_hog(c->msel[i]);
 }
 
 /*
@@ -284,38 +294,35 @@ static void multi_spin(struct ctx *c)
  * the spin, which is short): once its own CPU's hog is through, the
  * caller may find another hog still in the last phase, and a sleep then
  * costs it a wait and that hog a wake (test_entries' poll-mode stops
- * counted so in about one run of five on this VM).
+ * counted so in about one run of five on this VM).  RESCUE_NS after it
+ * began, still waiting, the caller wakes the hogs still asleep (wake.c).
  */
 int multi_wait(struct ctx *c, uint64_t deadline,
 	       int (*poll)(struct ctx *c, bool timed_out, uint64_t *deadline))
 {
-	struct group *g = &c->group;
-	bool timed_out = false;
-	uint32_t s;
+	uint64_t rescue_at = deadline_in(RESCUE_NS);
+	struct wait w = WAIT(&c->group.seq, 1,
+			     c->spin_ns ? deadline_in(c->spin_ns) : 0, deadline);
 	int r;
 
-	if (c->spin_ns)
-		multi_spin(c);
-	for (;;) {
-		/* acquire: pairs with group_kick()'s release */
-		s = atomic_load_explicit(&g->seq, memory_order_acquire);
-		if (!pending(c))
-			return 0;
-		/* poll moves the deadline on when it chooses to go on */
-		if (poll && (r = poll(c, timed_out, &deadline)) < 0)
-			return r;
-		if (!(s & 1)) {
-			/* acquire on failure: re-read the event it carries */
-			if (!atomic_compare_exchange_weak_explicit(
-				    &g->seq, &s, s | 1, memory_order_acquire,
-				    memory_order_acquire))
-				continue;
-			s |= 1;
+	for (; pending(c); wait_turn(&w)) {
+		if (w.spin_end) { /* only while spin_ok() */
+			w.spin_end = spin_ok(c) ? w.spin_end : 0;
+			continue;
 		}
-		timed_out = futex_wait(&g->seq, s, deadline) == -ETIMEDOUT;
-		if (timed_out && !poll)
-			return pending(c) ? -ETIMEDOUT : 0;
+		if (w.slept == -ETIMEDOUT && rescue_at < deadline) {
+			rescue(c); /* and no timeout */
+			rescue_at = NO_DEADLINE;
+			w.slept = 0;
+		}
+		/* poll moves the deadline on when it chooses to go on */
+		if (poll && (r = poll(c, w.slept == -ETIMEDOUT, &deadline)) < 0)
+			return r;
+		if (w.slept == -ETIMEDOUT && !poll)
+			return -ETIMEDOUT;
+		w.deadline = rescue_at < deadline ? rescue_at : deadline;
 	}
+	return 0;
 }
 
 /* 0 or a callback's non-zero value; *ran_any: some callback ran. */

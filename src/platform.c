@@ -64,6 +64,66 @@ void futex_wake(_Atomic uint32_t *addr, int n)
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
+/*
+ * The one wait of every waiter (a hog's for work, a work's, a call's
+ * caller, a stop's hogs, a parked poller), in turns: the waiter looks at
+ * what it waits for and, not done, takes a turn: a spin (the clock read
+ * every CLOCK_EVERY spins) until w->spin_end; then its bit set in the
+ * futex word; then a sleep on the word until w->deadline.  Each turn
+ * ends with the word read anew, for the next look.
+ *
+ * No wake-up is lost.  A waker makes what is waited for true, then
+ * either moves the word on (wait_kick(); a CAS or exchange of its own:
+ * work_finish(), poll.c), waking the sleepers where the bit was set, or
+ * only loads the word, after a seq_cst store of what is waited for
+ * (wake_hog()).  The waiter sleeps only while the word still reads as
+ * it did before its last look, its bit set: no move came since that
+ * read, which saw the last one (acquire, against the move's release),
+ * and with it what was made true.  Against a waker that only loads, the
+ * bit's seq_cst CAS and the look after it are the other half of
+ * Dekker's pattern.
+ */
+#define CLOCK_EVERY 16
+
+uint64_t wait_turn(struct wait *w)
+{
+	uint64_t now = 0;
+
+	w->slept = 1;
+	if (w->spin_end) {
+		cpu_relax();
+		if (++w->spins % CLOCK_EVERY == 0 &&
+		    (now = now_ns()) >= w->spin_end)
+			w->spin_end = 0;
+	} else if (!(w->seen & w->bit)) {
+		/* seq_cst; the next look is after it: Dekker (above) */
+		if (atomic_compare_exchange_strong(w->word, &w->seen,
+						   w->seen | w->bit))
+			store_load_fence(); /* the CAS before the look */
+	} else {
+		w->slept = futex_wait(w->word, w->seen, w->deadline);
+		now = now_ns();
+	}
+	/* acquire: the move of the word the next look is judged after */
+	w->seen = atomic_load_explicit(w->word, memory_order_acquire);
+	return now;
+}
+
+/* After making true what the waiters on @word (bit 0) wait for. */
+void wait_kick(_Atomic uint32_t *word)
+{
+	uint32_t s = atomic_load_explicit(word, memory_order_relaxed);
+
+	/* release: what was made true, before the waiters' acquire of the
+	 * word; clearing bit 0 takes the sleepers */
+	while (!atomic_compare_exchange_weak_explicit(
+		word, &s, (s + 2) & ~1u, memory_order_release,
+		memory_order_relaxed))
+		;
+	if (s & 1)
+		futex_wake(word, INT_MAX);
+}
+
 /* The kernel's CPU list at @p into @set: the number of CPUs, or -1 for
  * a list it does not write. */
 static int parse_cpulist(const char *p, size_t setsize, cpu_set_t *set)

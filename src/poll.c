@@ -121,15 +121,16 @@ static void set_policy(int policy)
  */
 static void park(struct poller *p, uint32_t how, uint64_t deadline)
 {
+	struct wait w = WAIT(&p->parked, how, 0, deadline);
+
 	/* relaxed: a hint for producers, who then wake the hog themselves */
 	atomic_store_explicit(&p->beat, 0, memory_order_relaxed);
 	set_policy(SCHED_OTHER); /* EPERM without the privilege: stays */
-	/* seq_cst store, then poll_unpark()'s or poll_stop()'s seq_cst
-	 * load: either they see us parked or we see their store */
-	atomic_store(&p->parked, how);
-	store_load_fence(); /* parked before the look at stop */
-	if (!atomic_load(&p->stop) && atomic_load(&p->parked) == how)
-		futex_wait(&p->parked, how, deadline);
+	/* parked (the first turn), then the seq_cst look at stop, which
+	 * poll_tell_stop() stores before it moves the word: one sleep */
+	do
+		wait_turn(&w);
+	while (w.slept == 1 && w.seen == how && !atomic_load(&p->stop));
 	atomic_store(&p->parked, POLLING);
 }
 

@@ -7,7 +7,7 @@
  * Kernel entries of hog_synchronize() on 2 CPUs (tests/test_entries.c):
  * the caller's wake of the other CPU's hog, and that hog's futex wait;
  * in poll mode none, when every poller acknowledges.  On N CPUs the
- * caller makes at most wake_fanout wakes (wake.c) and one sleep.
+ * caller makes one wake and one sleep (wake.c; and a rescue past 1 ms).
  */
 #include "internal.h"
 #include "outcome.h"

@@ -55,6 +55,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <string.h>
 
 enum { PH_PREPARE = 1, PH_HOLD, PH_CHECK, PH_RUN, PH_EXIT, PH_TIMEDOUT,
        PH_NOCPU };
@@ -89,22 +90,9 @@ static const struct {
  * (rseq, or the vDSO), no system call */
 #define on_own_cpu(h) (sched_getcpu() == (int)(h)->cpu)
 
-/* Sleep while the word is still @v (or until @deadline).  With
- * transition()'s CAS, increment and load of sleepers this is Dekker's
- * pattern, all seq_cst: the waker sees us counted, or we see its word. */
-static void sleep_on_word(struct stop_state *st, uint64_t v, uint64_t deadline)
-{
-	uint32_t w = atomic_load(&st->wake);
-
-	atomic_fetch_add(&st->sleepers, 1);
-	if (atomic_load(&st->word) == v)
-		futex_wait(&st->wake, w, deadline);
-	atomic_fetch_sub(&st->sleepers, 1);
-}
-
 /* CAS the word from *@v (reloaded on failure) to @nv.  seq_cst: what
  * each hog did in the phase it leaves (fn's effects, ran_gen, ret) is
- * seen by all in the next; and sleep_on_word() needs it. */
+ * seen by all in the next. */
 static bool transition(struct stop_state *st, uint64_t *v, uint64_t nv)
 {
 	if (!atomic_compare_exchange_strong(&st->word, v, nv))
@@ -112,11 +100,9 @@ static bool transition(struct stop_state *st, uint64_t *v, uint64_t nv)
 	if (PHASE(*v) == PHASE(nv))
 		return true; /* a count: nobody sleeps on those */
 	PROBE2(stop_phase, GEN(nv), PHASE(nv));
-	atomic_fetch_add(&st->wake, 1);
-	if (atomic_load(&st->sleepers))
-		futex_wake(&st->wake, INT_MAX);
+	wait_kick(&st->wake); /* the hogs' (await()) */
 	if (PHASE(nv) >= PH_TIMEDOUT)
-		group_kick(&st->ctx->group); /* the caller may sleep */
+		wait_kick(&st->ctx->group.seq); /* the caller may sleep */
 	return true;
 }
 
@@ -246,25 +232,22 @@ static void stamp(_Atomic uint64_t *at, uint64_t t)
 		SET(at, t);
 }
 
-/* Wait while call @gen is in phase @ph, doing at each event what
+/* Wait while call @gen is in phase @ph, doing at each look (LOOK_NS
+ * apart; in a phase that sleeps, at every reading of the clock) what
  * rules[@ph] says; returns the word that ended the wait. */
 static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
 		      unsigned int ph)
 {
-	uint64_t spin_end = deadline_in(RELAXED(&st->spin_ns)), look = 0, t, v;
-	unsigned int k = 0, a;
-	bool asleep = false;
+	struct wait w = WAIT(&st->wake, 1,
+			     rules[ph].sleeps
+				     ? deadline_in(RELAXED(&st->spin_ns))
+				     : NO_DEADLINE,
+			     RELAXED(&st->deadline));
+	uint64_t look = 0, t = 0, v;
+	unsigned int a;
 
-	for (;;) {
-		v = LOAD(st);
-		if (GEN(v) != gen || PHASE(v) != ph)
-			return v;
-		if (asleep) {
-			sleep_on_word(st, v, NO_DEADLINE);
-			continue;
-		}
-		cpu_relax();
-		if ((++k & 15) != 0 || (t = now_ns()) < look)
+	for (; GEN(v = LOAD(st)) == gen && PHASE(v) == ph; t = wait_turn(&w)) {
+		if (!t || t < look)
 			continue;
 		look = rules[ph].sleeps ? 0 : t + LOOK_NS;
 		a = rules[ph].deadline && past_deadline(st, t)
@@ -276,12 +259,15 @@ static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
 			    : A_NONE;
 		if (a == A_TIMEDOUT || a == A_NOCPU)
 			abandon(st, gen, a == A_TIMEDOUT ? PH_TIMEDOUT : PH_NOCPU);
-		asleep = a == A_SLEEP;
-		if (asleep && RELAXED(&st->timing)) /* the hold ends here */
-			stamp(&h->t_released, t);
-		if (rules[ph].sleeps && t >= spin_end)
-			sleep_on_word(st, v, RELAXED(&st->deadline));
+		w.deadline = RELAXED(&st->deadline);
+		if (a == A_SLEEP) { /* the hold ends here: no more looks */
+			if (RELAXED(&st->timing))
+				stamp(&h->t_released, t);
+			look = w.deadline = NO_DEADLINE;
+			w.spin_end = 0;
+		}
 	}
+	return v;
 }
 
 /* fn on this hog, if asked, or for any one CPU the first to claim it

@@ -3,30 +3,33 @@
  * Waking hogs: one (wake_hog(), the other half of hog.c's hog_sleep()),
  * and the wake tree, how a multi-CPU call wakes its hogs.
  *
- * Flat, the caller wakes its N hogs one after another, N futex wakes in
- * a row on its own CPU, and the last hog starts N wakes after the first
- * (Go's runtime saw that wavefront grow to 800 us at 384 cores).  Here
- * the caller pushes every hog's work (a CAS each, no system call), then
+ * Flat, the caller would wake its N hogs one after another, N futex
+ * wakes in a row, the last hog woken N wakes after the first.  Here the
+ * caller pushes every hog's work (a CAS each, no system call), then
  * wakes one, the root; each hog, as soon as it takes its work and before
- * it runs anything, wakes its own at most k children.  The caller makes
- * one wake and every hog's wake comes 1 + ceil(log_k (N - 1)) hops after
- * the call.  k is cpuhog_attr.wake_fanout (default 4; CPUHOG_WAKE_FANOUT
- * in the environment); k >= N is a flat wake made by the root.
+ * it runs anything, wakes its own at most k children: every hog is woken
+ * 1 + ceil(log_k (N - 1)) hops after the call.  k is
+ * cpuhog_attr.wake_fanout (default 4; CPUHOG_WAKE_FANOUT in the
+ * environment); k >= N is a flat wake made by the root.
  *
- * Why one wake: the caller runs below the hogs, unpinned, and any wake it
- * still owes after the first can wait for ever.  Its own CPU's hog
- * preempts it as soon as it is woken, by anyone; and a caller that the
- * kernel moves to another CPU lands behind that CPU's hog.  Where that
- * hog's callback waits for the other CPUs (a rendezvous), the wakes the
- * caller still owed never came: 16 s at 64 vCPUs with the caller's own
- * hog woken by a hog, 64 s with the flat wake (RT runtime borrowed from
- * other CPUs, no throttling to let the caller run).  The kernel's
- * queue_stop_cpus_work() disables preemption around its queueing for the
- * same reason; user space cannot, so after its pushes the caller makes
- * the one wake that hands the rest to the hogs, which nothing of ours
- * preempts.  The root is the caller's own CPU's hog where the call has
- * one: it would preempt the caller anyway, and so it does at once, with
- * no remote wake in between.
+ * Why one wake: the caller runs below the hogs, unpinned, and a wake it
+ * still owes can wait for ever: its own CPU's hog preempts it as soon as
+ * it is woken, and a caller the kernel moves lands behind another hog;
+ * where that hog's callback waits for the other CPUs (a rendezvous),
+ * nothing lets the caller run.  The kernel disables preemption around
+ * its queueing for this; user space cannot, so the hogs, which nothing
+ * of ours preempts, make the wakes.  The root is the caller's own CPU's
+ * hog where the call has one: it preempts the caller anyway.
+ *
+ * The rescue: a hog that runs late (its CPU held by another process's
+ * thread at its priority, or busy with a long work) wakes its subtree
+ * late, and their callbacks would wait for another CPU's hog.  So a
+ * caller whose call is still pending RESCUE_NS after the push wakes
+ * every hog of it that still sleeps on its queued slot (rescue(),
+ * multi.c).  It only adds to the tree, which alone wakes every hog: the
+ * caller may be unable to run (its CPU's hog spinning in a stop).  A
+ * call that ends sooner makes no rescue, so no thread's system calls
+ * grow with N; one that does wakes only the late subtrees.
  *
  * The shape: the hogs stand in topology order (topology.c), the root
  * first.  A node whose subtree is the list's range [lo, hi) cuts it into
@@ -38,22 +41,18 @@
  * (struct hog.kids) under the multi-CPU lock while that hog's slot is
  * free (multi_reserve() waited for it), before the push that publishes
  * them; the hog reads them after it took the slot from its queue, and
- * before it finishes the work, after which the slot may be reserved and
- * the children rewritten.  Every child's work is pushed before its
- * parent's: multi_push() pushes in reverse plan order, and a child
- * stands after its parent.  So the parent's wake_hog() reads the child's
- * sleeping flag after the child's push, both seq_cst: the child sees its
- * work, or the parent sees it asleep (the Dekker pattern of hog.c, with
- * the push made by the caller and the look by the parent).  Pushed in
- * plan order, a parent that was awake took its slot before its
- * children's pushes, woke a child that found nothing and slept again,
- * and the call waited for ever: seen at 64 vCPUs, every hog asleep and
- * the caller waiting.  (A parent woken by the caller's one wake, after
- * every push, could not do that; an awake one can.)  A hog refuses its
- * work (off its CPU) only after it has woken its children, so a refusal
- * never strands a subtree.  A spurious wake (a stale slot of an
- * abandoned stop, read with its old children) finds an empty queue and
- * costs one futex wake.
+ * before it finishes the work, after which they may be rewritten.  Every
+ * child's work is pushed before its parent's (multi_push() pushes in
+ * reverse plan order, a child stands after its parent): a parent that is
+ * awake may take its slot the moment it is pushed, and its wake must
+ * find the child's work there.  So the parent's wake_hog() reads the
+ * child's sleeping flag after the child's push, both seq_cst: the child
+ * sees its work, or the parent sees it asleep (Dekker's pattern, the
+ * push made by the caller, the look by the parent or, in a rescue, the
+ * caller).  A hog refuses its work (off its CPU) only after it has woken
+ * its children, so a refusal never strands a subtree.  A spurious wake
+ * (a stale slot of an abandoned stop, read with its old children) finds
+ * an empty queue and costs one futex wake.
  */
 #include "internal.h"
 
@@ -65,12 +64,9 @@
  */
 void wake_hog(struct hog *h)
 {
-	/*
-	 * seq_cst load after the producer's seq_cst push: with hog_sleep()'s
-	 * store-then-load this is Dekker's pattern, so either the hog sees
-	 * the work or we see it asleep.  The exchange lets one producer of
-	 * many pay for the system call.
-	 */
+	/* seq_cst, after the producer's seq_cst push: Dekker's pattern
+	 * with hog_sleep() (platform.c's note on waiting).  The exchange
+	 * lets one producer of many pay for the system call. */
 	if (!atomic_load(&h->sleeping) || poll_offer(h))
 		return; /* awake, or its poller took the wake (poll.c) */
 	if (atomic_exchange(&h->sleeping, 0))

@@ -348,15 +348,21 @@ static inline int t_stop_two_judged(unsigned int cpu1, unsigned int cpu2,
  * 50 ms past @ms): a spinner that outlives its clock is killed.
  */
 struct t_held {
-	_Atomic int started, done;
+	_Atomic int armed, started, done;
+	_Atomic uint64_t released_at; /* t_now() as it let go */
 };
 
-static inline struct t_held *t_hold_cpu(unsigned int cpu, unsigned int ms,
-					pid_t *pid)
+/* The same, spinning only once a byte comes on @go (a pipe's read end)
+ * where @go >= 0: it waits there at FIFO 99, and its wake by a thread
+ * of ours at FIFO 99 on @cpu queues it behind that thread.  Returns once
+ * it waits (called on @cpu: it runs until it blocks). */
+static inline struct t_held *t_hold_cpu_on(unsigned int cpu, unsigned int ms,
+					   pid_t *pid, int go)
 {
 	struct t_held *h = mmap(NULL, sizeof(*h), PROT_READ | PROT_WRITE,
 				MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	struct sched_param sp = { .sched_priority = 99 };
+	char byte;
 
 	assert_true(h != MAP_FAILED);
 	*pid = fork();
@@ -370,16 +376,26 @@ static inline struct t_held *t_hold_cpu(unsigned int cpu, unsigned int ms,
 		if (setrlimit(RLIMIT_RTTIME, &rt) < 0 ||
 		    sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
 			_exit(3);
+		atomic_store(&h->armed, 1);
+		if (go >= 0 && read(go, &byte, 1) != 1)
+			_exit(4);
 		end = t_now() + ms * MS;
 		atomic_store(&h->started, 1);
 		while (t_now() < end)
 			;
+		atomic_store(&h->released_at, t_now());
 		atomic_store(&h->done, 1);
 		_exit(0);
 	}
-	while (!atomic_load(&h->started))
+	while (!atomic_load(go < 0 ? &h->started : &h->armed))
 		t_sleep_ms(1);
 	return h;
+}
+
+static inline struct t_held *t_hold_cpu(unsigned int cpu, unsigned int ms,
+					pid_t *pid)
+{
+	return t_hold_cpu_on(cpu, ms, pid, -1);
 }
 
 /* Run @fn in a child process; returns its wait status. */
