@@ -5,8 +5,8 @@
  * Every room uses these; nothing here calls a room (see context.h).
  *
  * A call holds a reference for its whole length: it counts itself in
- * g_users before it looks at g_ctx, and ctx_retire() clears g_ctx before
- * it waits for g_users to drain, both seq_cst (Dekker), so a context is
+ * g_users before it looks at g_ctx, and cpuhog_i_ctx_retire() clears g_ctx
+ * before it waits for g_users to drain, both seq_cst (Dekker), so a context is
  * never freed under a call.  The count lives outside the context so that
  * a call may count itself before it knows whether a context exists.
  */
@@ -14,46 +14,46 @@
 
 #include <time.h>
 
-_Thread_local struct hog *cpuhog_self;
-_Thread_local volatile sig_atomic_t in_call;
-_Thread_local volatile sig_atomic_t ctx_held;
-_Atomic uint64_t g_spin_ns;
-_Atomic uint32_t g_epoch;
+_Thread_local struct hog *cpuhog_i_self;
+_Thread_local volatile sig_atomic_t cpuhog_i_in_call;
+_Thread_local volatile sig_atomic_t cpuhog_i_ctx_held;
+_Atomic uint64_t cpuhog_i_spin_ns;
+_Atomic uint32_t cpuhog_i_epoch;
 
 static _Atomic(struct ctx *) g_ctx;
 static _Atomic uint32_t g_users;
 
-struct ctx *ctx_ref(void)
+struct ctx *cpuhog_i_ctx_ref(void)
 {
 	struct ctx *c;
 
-	/* seq_cst increment, then seq_cst load: Dekker with ctx_retire()'s
-	 * store of NULL and load of the count.  Either the retirer sees us
-	 * and waits, or we see NULL. */
-	ctx_held++;
+	/* seq_cst increment, then seq_cst load: Dekker with
+	 * cpuhog_i_ctx_retire()'s store of NULL and load of the count.  Either
+	 * the retirer sees us and waits, or we see NULL. */
+	cpuhog_i_ctx_held++;
 	atomic_signal_fence(memory_order_seq_cst); /* before the count */
 	atomic_fetch_add(&g_users, 1);
 	c = atomic_load(&g_ctx);
 	if (!c)
-		ctx_put();
+		cpuhog_i_ctx_put();
 	return c;
 }
 
-void ctx_put(void)
+void cpuhog_i_ctx_put(void)
 {
 	/* release: our last use of the context before its retirer frees it */
 	atomic_fetch_sub_explicit(&g_users, 1, memory_order_release);
 	atomic_signal_fence(memory_order_seq_cst); /* after the count */
-	ctx_held--;
+	cpuhog_i_ctx_held--;
 }
 
-void ctx_publish(struct ctx *c)
+void cpuhog_i_ctx_publish(struct ctx *c)
 {
 	/* release: the whole context before any call can see it */
 	atomic_store_explicit(&g_ctx, c, memory_order_release);
 }
 
-struct ctx *ctx_current(void)
+struct ctx *cpuhog_i_ctx_current(void)
 {
 	/* relaxed: the caller holds the init lock, under which alone the
 	 * context is published or retired */
@@ -61,20 +61,20 @@ struct ctx *ctx_current(void)
 }
 
 /* Whether no call holds the context now (a snapshot). */
-bool ctx_quiet(void)
+bool cpuhog_i_ctx_quiet(void)
 {
 	return atomic_load(&g_users) == 0;
 }
 
 /* Unpublish the context and wait until no call holds it; returns it
  * (NULL: there was none).  Under the init lock. */
-struct ctx *ctx_retire(void)
+struct ctx *cpuhog_i_ctx_retire(void)
 {
 	struct ctx *c = atomic_load(&g_ctx);
 
 	if (!c)
 		return NULL;
-	atomic_store(&g_ctx, NULL); /* seq_cst: see ctx_ref() */
+	atomic_store(&g_ctx, NULL); /* seq_cst: see cpuhog_i_ctx_ref() */
 	store_load_fence(); /* NULL before the count's loads */
 	while (atomic_load(&g_users) != 0)
 		nanosleep(&(struct timespec){ 0, 100000 }, NULL);
@@ -83,20 +83,20 @@ struct ctx *ctx_retire(void)
 
 /* A forked child has only the forking thread: the parent's other calls
  * are not here to give their references back.  Returns the context. */
-struct ctx *ctx_forget(void)
+struct ctx *cpuhog_i_ctx_forget(void)
 {
 	/* relaxed, all: one thread, in the fork handler */
 	struct ctx *c = atomic_load_explicit(&g_ctx, memory_order_relaxed);
 
 	atomic_store_explicit(&g_ctx, NULL, memory_order_relaxed);
 	atomic_store_explicit(&g_users, 0, memory_order_relaxed);
-	ctx_held = 0;
-	atomic_fetch_add_explicit(&g_epoch, 1, memory_order_relaxed);
-	cpuhog_self = NULL;
+	cpuhog_i_ctx_held = 0;
+	atomic_fetch_add_explicit(&cpuhog_i_epoch, 1, memory_order_relaxed);
+	cpuhog_i_self = NULL;
 	return c;
 }
 
-struct hog *hog_of(struct ctx *c, unsigned int cpu)
+struct hog *cpuhog_i_hog_of(struct ctx *c, unsigned int cpu)
 {
 	return cpu < c->nr_cpu_ids ? c->by_cpu[cpu] : NULL;
 }

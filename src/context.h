@@ -10,8 +10,8 @@
  * list in internal.h; tests/layers_test.sh keeps it so.
  *
  * Who may write what is said at each field; the context is made whole
- * before it is published (ctx_publish()), and freed only after every
- * reference is gone (ctx_retire()).
+ * before it is published (cpuhog_i_ctx_publish()), and freed only after every
+ * reference is gone (cpuhog_i_ctx_retire()).
  */
 #ifndef CPUHOG_CONTEXT_H
 #define CPUHOG_CONTEXT_H
@@ -96,11 +96,12 @@ struct hog {
 	bool off_cpu; /* the current batch cannot run on cpu */
 	/* Set by the hog when it finds its CPU unusable (going offline,
 	 * offline, outside the cpuset); multi-CPU calls then leave it alone
-	 * until hog_usable() sees the CPU back (see multi.c). */
+	 * until cpuhog_i_hog_usable() sees the CPU back (see multi.c). */
 	_Atomic bool away;
 	_Atomic uint32_t started; /* futex: 0 until the hog is set up */
 	pid_t tid;
-	int status_fd; /* /proc/thread-self/status, for redirect_signals() */
+	int status_fd; /* /proc/thread-self/status, for
+			  cpuhog_i_redirect_signals() */
 	pthread_t thread;
 	struct ctx *ctx;
 	int policy, priority, nice, rt_errno;
@@ -128,8 +129,8 @@ struct hog {
 	_Atomic uint64_t beat;
 	unsigned int look_at;
 	/* Stops with a report (stop_machine_report()): when this hog
-	 * arrived, was held and let go (now_ns(); 0: not yet), written by
-	 * the hog only when the stop's timing is on, zeroed by the caller.
+	 * arrived, was held and let go (cpuhog_i_now_ns(); 0: not yet), written
+	 * by the hog only when the stop's timing is on, zeroed by the caller.
 	 * Other multi-CPU calls with a report (W_F_TIMED): when fn started
 	 * and returned, t_held unused. */
 	_Atomic uint64_t t_arrived, t_held, t_released;
@@ -153,7 +154,7 @@ struct hog {
  */
 struct stop_state {
 	_Atomic uint64_t word;	   /* gen:32 | phase:8 | acks to come:24 */
-	_Atomic uint32_t wake; /* futex: wait_kick() at each phase change */
+	_Atomic uint32_t wake;	   /* futex: kicked at each phase change */
 	_Atomic uint32_t released; /* gen whose hold was released, */
 	_Atomic uint32_t release_why; /* and why (STOP_LOST, STOP_OVERRUN) */
 	_Atomic uint32_t fn_claimed;  /* fn on any one CPU: taken */
@@ -196,7 +197,7 @@ struct ctx {
 	cpu_set_t *possible; /* every CPU the kernel may bring up */
 	/* An explicit set that leaves out a possible CPU; the watcher,
 	 * whose affinity tells where our threads may go (lifecycle.c,
-	 * watch_main(); multi.c, reach()): its tid, and 0 starting, 1
+	 * watch_main(); multi.c, cpuhog_i_reach()): its tid, and 0 starting, 1
 	 * running, 2 told to stop (a futex). */
 	bool partial, watching;
 	pid_t watch_tid;
@@ -204,22 +205,23 @@ struct ctx {
 	pthread_t watcher;
 
 	/* Multi-CPU calls. */
-	pthread_mutex_t multi_lock;
+	pthread_mutex_t cpuhog_i_multi_lock;
 	uint32_t multi_gen; /* under multi_lock */
-	uint64_t backoff_at; /* under multi_lock: see multi_unlock() */
+	uint64_t backoff_at; /* under multi_lock: see cpuhog_i_multi_unlock() */
 	uint64_t transit_at; /* under multi_lock: see in_transit() */
 	bool transit;
-	unsigned int mnr; /* msel's hogs in the current call (multi_push()) */
+	unsigned int mnr; /* msel's hogs in the current call
+			     (cpuhog_i_multi_push()) */
 	struct group group;
 	struct hog **msel; /* nr_hogs entries, under multi_lock */
 	cpu_set_t *mscratch; /* scratch, under multi_lock */
-	cpu_set_t *reach; /* reach()'s, under multi_lock */
+	cpu_set_t *cpuhog_i_reach; /* cpuhog_i_reach()'s, under multi_lock */
 	bool reach_fresh; /* read in this multi-CPU call */
 	cpu_set_t *mscratch2; /* for in_transit(), under multi_lock */
 	uint32_t *mflags;  /* work flags per msel entry, under multi_lock */
 	struct stop_state *stop;
 	_Atomic uint64_t stops, stop_timeouts, holds_released;
-	_Atomic uint64_t transit_naps; /* multi_unlock()'s hotplug naps */
+	_Atomic uint64_t transit_naps; /* multi_unlock's hotplug naps */
 	_Atomic uint64_t late_waits;   /* see cpuhog_info.late_waits */
 	_Atomic uint64_t stop_misses;  /* see cpuhog_info.stop_misses */
 	_Atomic uint64_t stop_lock_waits; /* see cpuhog_info */
@@ -244,35 +246,36 @@ struct ctx {
 };
 
 /* context.c: the reference.  A call counts itself as a user before it
- * looks for the context; ctx_retire() unpublishes, then waits for the
+ * looks for the context; cpuhog_i_ctx_retire() unpublishes, then waits for the
  * users to drain: Dekker, both sides seq_cst. */
-HIDDEN struct ctx *ctx_ref(void); /* a reference, or NULL: none */
-HIDDEN void ctx_put(void);	 /* give back ctx_ref()'s or ctx_get()'s */
-HIDDEN void ctx_publish(struct ctx *c);
-HIDDEN struct ctx *ctx_current(void); /* a peek, under the init lock */
-HIDDEN struct ctx *ctx_retire(void);
-HIDDEN bool ctx_quiet(void);
-HIDDEN struct ctx *ctx_forget(void); /* a forked child's, no waiting */
-HIDDEN struct hog *hog_of(struct ctx *c, unsigned int cpu);
+HIDDEN struct ctx *cpuhog_i_ctx_ref(void); /* a reference, or NULL: none */
+/* give back cpuhog_i_ctx_ref()'s or cpuhog_i_ctx_get()'s */
+HIDDEN void cpuhog_i_ctx_put(void);
+HIDDEN void cpuhog_i_ctx_publish(struct ctx *c);
+HIDDEN struct ctx *cpuhog_i_ctx_current(void); /* a peek, under the init lock */
+HIDDEN struct ctx *cpuhog_i_ctx_retire(void);
+HIDDEN bool cpuhog_i_ctx_quiet(void);
+HIDDEN struct ctx *cpuhog_i_ctx_forget(void); /* a forked child's, no waiting */
+HIDDEN struct hog *cpuhog_i_hog_of(struct ctx *c, unsigned int cpu);
 
 /* context.c: who the calling thread is. */
-HIDDEN extern _Thread_local struct hog *cpuhog_self; /* NULL: not a hog */
-/* Inside a call that may block or lock (call_enter()), or in cpuhog_init()
- * or cpuhog_shutdown(): a signal handler of this thread must not enter
- * another.  Written and read by one thread, its handlers included. */
-HIDDEN extern _Thread_local volatile sig_atomic_t in_call;
-/* References this thread holds (ctx_ref() to ctx_put()), its handlers'
- * included: a handler that finds one must not wait for the context to
+HIDDEN extern _Thread_local struct hog *cpuhog_i_self; /* NULL: not a hog */
+/* Inside a call that may block or lock (cpuhog_i_call_enter()), or in
+ * cpuhog_init() or cpuhog_shutdown(): a signal handler of this thread must not
+ * enter another.  Written and read by one thread, its handlers included. */
+HIDDEN extern _Thread_local volatile sig_atomic_t cpuhog_i_in_call;
+/* References this thread holds (cpuhog_i_ctx_ref() to cpuhog_i_ctx_put()), its
+ * handlers' included: a handler that finds one must not wait for the context to
  * drain, nor for what its thread was doing (cpuhog_shutdown(),
  * hog_work_wait()). */
-HIDDEN extern _Thread_local volatile sig_atomic_t ctx_held;
-HIDDEN extern _Atomic uint64_t g_spin_ns; /* hog_work_wait() holds no
+HIDDEN extern _Thread_local volatile sig_atomic_t cpuhog_i_ctx_held;
+HIDDEN extern _Atomic uint64_t cpuhog_i_spin_ns; /* hog_work_wait() holds no
 					     reference to the context */
-HIDDEN extern _Atomic uint32_t g_epoch;  /* moves on in a forked child */
+HIDDEN extern _Atomic uint32_t cpuhog_i_epoch; /* moves on in a forked child */
 
 /* topology.c */
-HIDDEN uint64_t topo_key(unsigned int cpu, size_t setsize, cpu_set_t *scratch,
-			 unsigned int nr_cpu_ids);
-HIDDEN void topo_sort(struct ctx *c);
+HIDDEN uint64_t cpuhog_i_topo_key(unsigned int cpu, size_t setsize,
+				  cpu_set_t *scratch, unsigned int nr_cpu_ids);
+HIDDEN void cpuhog_i_topo_sort(struct ctx *c);
 
 #endif

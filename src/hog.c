@@ -42,9 +42,10 @@ static void hog_sleep(struct hog *h)
 {
 	struct wait w = WAIT(&h->sleeping, 1, 0, NO_DEADLINE);
 
-	/* seq_cst loads: Dekker, with wake_hog() (platform.c's note) */
+	/* seq_cst loads: Dekker, with cpuhog_i_wake_hog() (platform.c's note)
+	 */
 	while (atomic_load(&h->head) == NULL && !atomic_load(&h->stop))
-		wait_turn(&w);
+		cpuhog_i_wait_turn(&w);
 	/* relaxed: only a hint for producers; the queue itself is re-read */
 	atomic_store_explicit(&h->sleeping, 0, memory_order_relaxed);
 }
@@ -63,7 +64,8 @@ static void group_arrive(struct group *g, uint32_t gen)
 		&g->word, &v, v - 1, memory_order_acq_rel,
 		memory_order_relaxed));
 	if ((uint32_t)(v - 1) == 0)
-		wait_kick(&g->seq); /* the caller's (multi_wait()) */
+		/* the caller's (cpuhog_i_multi_wait()) */
+		cpuhog_i_wait_kick(&g->seq);
 }
 
 /* Publish a work's result.  After the exchange the owner may reuse @w. */
@@ -77,7 +79,7 @@ static void work_finish(struct work *w, int ret, uint32_t ran)
 	/* release: ret and ran before DONE, for the waiter's acquire */
 	old = atomic_exchange_explicit(&w->state, W_DONE, memory_order_release);
 	if (old & W_WAITER)
-		futex_wake(&w->state, INT_MAX);
+		cpuhog_i_futex_wake(&w->state, INT_MAX);
 	if (g)
 		group_arrive(g, gen);
 }
@@ -85,7 +87,7 @@ static void work_finish(struct work *w, int ret, uint32_t ran)
 /* relaxed: work_finish()'s release publishes it to the caller */
 static void stamp_now(_Atomic uint64_t *at)
 {
-	atomic_store_explicit(at, now_ns(), memory_order_relaxed);
+	atomic_store_explicit(at, cpuhog_i_now_ns(), memory_order_relaxed);
 }
 
 /* Run @w; false, with @w untouched, where the hog's last look before fn
@@ -98,8 +100,8 @@ static bool run_one(struct hog *h, struct work *w)
 	int ret;
 
 	if (check)
-		check_begin(h, &ck);
-	/* run_batch() looked just before; but check_begin() may make a
+		cpuhog_i_check_begin(h, &ck);
+	/* run_batch() looked just before; but cpuhog_i_check_begin() may make a
 	 * system call (switches.c), and a move during it would run fn
 	 * elsewhere (seen under qemu-user, where every look reads): look
 	 * again after it */
@@ -113,7 +115,7 @@ static bool run_one(struct hog *h, struct work *w)
 		stamp_now(&h->t_released);
 	PROBE3(fn_end, h->cpu, w->fn, ret);
 	if (check)
-		check_end(h, w->fn, &ck);
+		cpuhog_i_check_end(h, w->fn, &ck);
 	else if (!internal && sched_getcpu() != (int)h->cpu)
 		hog_bump(&h->migrated);
 	hog_bump(&h->run);
@@ -124,7 +126,7 @@ static bool run_one(struct hog *h, struct work *w)
 	 * reaches the process all the same, only it may come after the
 	 * call's return (hog_one_cpu(3), NOTES) */
 	if (!internal)
-		redirect_signals(h);
+		cpuhog_i_redirect_signals(h);
 	return true;
 }
 
@@ -166,7 +168,7 @@ static _Atomic uint32_t g_moved; /* +1 each time a hog finds itself off */
 
 /* Make every hog read its affinity at its next batch (a stop found one
  * no longer pinned: an operator's taskset widened it). */
-void hogs_look_again(void)
+void cpuhog_i_hogs_look_again(void)
 {
 	atomic_fetch_add_explicit(&g_moved, 1, memory_order_relaxed);
 }
@@ -184,8 +186,8 @@ static bool hog_here(struct hog *h)
 						  memory_order_relaxed) + 1;
 	h->moved_seen = moved;
 	h->until_reread = REREAD_EVERY;
-	h->pinned = pinned_to(h->masksize, h->mask, h->cpu) ||
-		    pin_to(h->masksize, h->mask, h->cpu) == 0;
+	h->pinned = cpuhog_i_pinned_to(h->masksize, h->mask, h->cpu) ||
+		    cpuhog_i_pin_to(h->masksize, h->mask, h->cpu) == 0;
 	return h->pinned;
 }
 
@@ -204,7 +206,7 @@ static void run_batch(struct hog *h, struct work *w)
 	/* a multi-CPU call's work: its subtree's wakes before anything */
 	for (x = w; x; x = x->next)
 		if (x == &h->slot) {
-			wake_kids(h);
+			cpuhog_i_wake_kids(h);
 			break;
 		}
 	here = hog_here(h);
@@ -239,19 +241,19 @@ static struct work *reverse(struct work *w)
 	return r;
 }
 
-void *hog_main(void *arg)
+void *cpuhog_i_hog_main(void *arg)
 {
 	struct hog *h = arg;
 	struct work *list;
 
-	cpuhog_self = h;
+	cpuhog_i_self = h;
 	h->tid = gettid();
 	h->status_fd = open("/proc/thread-self/status", O_RDONLY | O_CLOEXEC);
-	sw_init(h);
-	obtain_priority(h, h->ctx->want_priority);
+	cpuhog_i_sw_init(h);
+	cpuhog_i_obtain_priority(h, h->ctx->want_priority);
 	/* release: tid and priority fields before the creator reads them */
 	atomic_store_explicit(&h->started, 1, memory_order_release);
-	futex_wake(&h->started, 1);
+	cpuhog_i_futex_wake(&h->started, 1);
 
 	for (;;) {
 		/* acquire: the works' fields, written before their push */
@@ -259,7 +261,7 @@ void *hog_main(void *arg)
 						memory_order_acquire);
 		if (list) {
 			run_batch(h, reverse(list));
-			poll_unpark(h);
+			cpuhog_i_poll_unpark(h);
 			continue;
 		}
 		/* Exit only once drained: queued works are never dropped. */
@@ -273,7 +275,7 @@ void *hog_main(void *arg)
 /* ---- queueing and waiting ---------------------------------------------- */
 
 /* Push @w on @h's queue; a sleeping hog sees it only once woken. */
-void push_work(struct hog *h, struct work *w)
+void cpuhog_i_push_work(struct hog *h, struct work *w)
 {
 	struct work *old = atomic_load_explicit(&h->head, memory_order_relaxed);
 
@@ -282,14 +284,14 @@ void push_work(struct hog *h, struct work *w)
 	do {
 		w->next = old;
 		/* seq_cst: releases w's fields to the hog's acquire exchange,
-		 * and orders the push before wake_hog()'s load */
+		 * and orders the push before cpuhog_i_wake_hog()'s load */
 	} while (!atomic_compare_exchange_weak(&h->head, &old, w));
 }
 
-void queue_work(struct hog *h, struct work *w)
+void cpuhog_i_queue_work(struct hog *h, struct work *w)
 {
-	push_work(h, w);
-	wake_hog(h);
+	cpuhog_i_push_work(h, w);
+	cpuhog_i_wake_hog(h);
 }
 
 /* Wait until *@st leaves W_QUEUED (acquire, in the turns: ret and ran),
@@ -297,24 +299,25 @@ void queue_work(struct hog *h, struct work *w)
 static int state_wait(_Atomic uint32_t *st, uint64_t spin_ns,
 		      uint64_t deadline)
 {
-	struct wait w = WAIT(st, W_WAITER, spin_ns ? deadline_in(spin_ns) : 0,
-			     deadline);
+	struct wait w =
+		WAIT(st, W_WAITER, spin_ns ? cpuhog_i_deadline_in(spin_ns) : 0,
+		     deadline);
 
 	while ((w.seen & W_STATE) == W_QUEUED) {
 		if (w.slept == -ETIMEDOUT)
 			return -ETIMEDOUT;
-		wait_turn(&w);
+		cpuhog_i_wait_turn(&w);
 	}
 	return 0;
 }
 
-int work_wait(struct work *w, bool may_spin, uint64_t spin_ns)
+int cpuhog_i_work_wait(struct work *w, bool may_spin, uint64_t spin_ns)
 {
 	state_wait(&w->state, may_spin ? spin_ns : 0, NO_DEADLINE);
 	return w->ret;
 }
 
-int slot_wait_free(struct work *slot, uint64_t deadline)
+int cpuhog_i_slot_wait_free(struct work *slot, uint64_t deadline)
 {
 	return state_wait(&slot->state, 0, deadline);
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to libcpuhog.  The path of a call:
- *   header -> ctx_get() -> queue_work() onto one hog's list -> hog_main()
- *   runs it -> work_finish() publishes the result -> the caller's wait.
+ * Private to libcpuhog.  The path of a call: the header's function ->
+ * cpuhog_i_ctx_get() -> cpuhog_i_queue_work() onto one hog's list ->
+ * cpuhog_i_hog_main() runs it -> work_finish() publishes the result ->
+ * the caller's wait.
  */
 #ifndef CPUHOG_INTERNAL_H
 #define CPUHOG_INTERNAL_H
@@ -17,93 +18,11 @@
 
 /*
  * Every extern name of the library that is not API carries the reserved
- * prefix cpuhog_i_: that is what the linker sees, in the static archive
- * too (hidden visibility keeps them out of the shared library's table).
- * The sources use the short names.
+ * prefix cpuhog_i_, written out where it is used, so that what a reader
+ * sees is what the linker sees, in the static archive too (hidden
+ * visibility keeps them out of the shared library's table).  A file's
+ * own helpers are static and unprefixed.
  */
-#define affine_only cpuhog_i_affine_only
-#define check_begin cpuhog_i_check_begin
-#define check_end cpuhog_i_check_end
-#define cpuhog_self cpuhog_i_self
-#define call_enter cpuhog_i_call_enter
-#define call_exclusive cpuhog_i_call_exclusive
-#define call_leave cpuhog_i_call_leave
-#define in_call cpuhog_i_in_call
-#define ctx_get cpuhog_i_ctx_get
-#define ctx_held cpuhog_i_ctx_held
-#define ctx_put cpuhog_i_ctx_put
-#define ctx_ref cpuhog_i_ctx_ref
-#define ctx_publish cpuhog_i_ctx_publish
-#define ctx_current cpuhog_i_ctx_current
-#define ctx_retire cpuhog_i_ctx_retire
-#define ctx_quiet cpuhog_i_ctx_quiet
-#define ctx_forget cpuhog_i_ctx_forget
-#define deadline_in cpuhog_i_deadline_in
-#define futex_wait cpuhog_i_futex_wait
-#define futex_wake cpuhog_i_futex_wake
-#define wait_kick cpuhog_i_wait_kick
-#define wait_turn cpuhog_i_wait_turn
-#define g_epoch cpuhog_i_epoch
-#define g_spin_ns cpuhog_i_spin_ns
-#define hog_main cpuhog_i_hog_main
-#define hogs_look_again cpuhog_i_hogs_look_again
-#define hog_of cpuhog_i_hog_of
-#define hog_usable cpuhog_i_hog_usable
-#define mask_allows cpuhog_i_mask_allows
-#define multi_lock cpuhog_i_multi_lock
-#define multi_push cpuhog_i_multi_push
-#define multi_reserve cpuhog_i_multi_reserve
-#define multi_result cpuhog_i_multi_result
-#define multi_select cpuhog_i_multi_select
-#define multi_unlock cpuhog_i_multi_unlock
-#define multi_wait cpuhog_i_multi_wait
-#define now_ns cpuhog_i_now_ns
-#define obtain_priority cpuhog_i_obtain_priority
-#define pin_to cpuhog_i_pin_to
-#define pinned_to cpuhog_i_pinned_to
-#define poll_offer cpuhog_i_poll_offer
-#define poll_polling cpuhog_i_poll_polling
-#define poll_counts cpuhog_i_poll_counts
-#define poll_forget cpuhog_i_poll_forget
-#define poll_exit_all cpuhog_i_poll_exit_all
-#define poll_start cpuhog_i_poll_start
-#define poll_stop cpuhog_i_poll_stop
-#define poll_sync cpuhog_i_poll_sync
-#define poll_unpark cpuhog_i_poll_unpark
-#define possible_cpus cpuhog_i_possible_cpus
-#define queue_work cpuhog_i_queue_work
-#define read_cpulist cpuhog_i_read_cpulist
-#define read_status cpuhog_i_read_status
-#define redirect_signals cpuhog_i_redirect_signals
-#define serialize_core cpuhog_i_serialize_core
-#define slot_wait_free cpuhog_i_slot_wait_free
-#define symbol_describe cpuhog_i_symbol_describe
-#define sw_forget cpuhog_i_sw_forget
-#define sw_init cpuhog_i_sw_init
-#define call_report_arm cpuhog_i_call_report_arm
-#define call_report_cpu cpuhog_i_call_report_cpu
-#define call_report_hogs cpuhog_i_call_report_hogs
-#define stop_report_arm cpuhog_i_stop_report_arm
-#define stop_report_begin cpuhog_i_stop_report_begin
-#define stop_report_end cpuhog_i_stop_report_end
-#define stop_report_try cpuhog_i_stop_report_try
-#define sw_now cpuhog_i_sw_now
-#define sw_slept_since cpuhog_i_sw_slept_since
-#define thread_start cpuhog_i_thread_start
-#define thread_switches cpuhog_i_thread_switches
-#define uncovered cpuhog_i_uncovered
-#define wake_hog cpuhog_i_wake_hog
-#define reach cpuhog_i_reach
-#define stop_lock cpuhog_i_stop_lock
-#define stop_lock_open cpuhog_i_stop_lock_open
-#define stop_unlock cpuhog_i_stop_unlock
-#define topo_key cpuhog_i_topo_key
-#define topo_sort cpuhog_i_topo_sort
-#define fanout_of cpuhog_i_fanout_of
-#define wake_kids cpuhog_i_wake_kids
-#define wake_plan cpuhog_i_wake_plan
-#define push_work cpuhog_i_push_work
-#define work_wait cpuhog_i_work_wait
 
 #define HIDDEN __attribute__((visibility("hidden")))
 #include "context.h"
@@ -116,98 +35,102 @@
  */
 
 /* serialize.c: stops serialized between processes (under the rooms, as
- * the context layer is).  stop_lock_open(), when a context is made:
- * false where stops cannot be serialized here.  stop_lock(): 0, locked;
- * 1, unserialized (no lock to be had); -ETIMEDOUT after four times
+ * the context layer is).  cpuhog_i_stop_lock_open(), when a context is made:
+ * false where stops cannot be serialized here.  cpuhog_i_stop_lock(): 0,
+ * locked; 1, unserialized (no lock to be had); -ETIMEDOUT after four times
  * @timeout_ns (a stop's timeout) of waiting. */
-HIDDEN bool stop_lock_open(void);
-HIDDEN int stop_lock(uint64_t timeout_ns, bool *waited);
-HIDDEN void stop_unlock(void);
+HIDDEN bool cpuhog_i_stop_lock_open(void);
+HIDDEN int cpuhog_i_stop_lock(uint64_t timeout_ns, bool *waited);
+HIDDEN void cpuhog_i_stop_unlock(void);
 
 /* wake.c: waking one hog, and the wake tree of a multi-CPU call */
-HIDDEN void wake_hog(struct hog *h);
-HIDDEN unsigned int fanout_of(uint64_t want, unsigned int nr_hogs);
-HIDDEN struct hog *wake_plan(struct ctx *c, struct hog **o, uint32_t *flags,
-			      unsigned int n);
-HIDDEN void wake_kids(struct hog *h);
+HIDDEN void cpuhog_i_wake_hog(struct hog *h);
+HIDDEN unsigned int cpuhog_i_fanout_of(uint64_t want, unsigned int nr_hogs);
+HIDDEN struct hog *cpuhog_i_wake_plan(struct ctx *c, struct hog **o,
+				      uint32_t *flags, unsigned int n);
+HIDDEN void cpuhog_i_wake_kids(struct hog *h);
 
 /* hog.c: the hog's loop, its queue, a work's completion */
-HIDDEN void *hog_main(void *arg);
-HIDDEN void hogs_look_again(void);
-HIDDEN void push_work(struct hog *h, struct work *w);
-HIDDEN void queue_work(struct hog *h, struct work *w);
-HIDDEN int work_wait(struct work *w, bool may_spin, uint64_t spin_ns);
-HIDDEN int slot_wait_free(struct work *slot, uint64_t deadline);
+HIDDEN void *cpuhog_i_hog_main(void *arg);
+HIDDEN void cpuhog_i_hogs_look_again(void);
+HIDDEN void cpuhog_i_push_work(struct hog *h, struct work *w);
+HIDDEN void cpuhog_i_queue_work(struct hog *h, struct work *w);
+HIDDEN int cpuhog_i_work_wait(struct work *w, bool may_spin, uint64_t spin_ns);
+HIDDEN int cpuhog_i_slot_wait_free(struct work *slot, uint64_t deadline);
 
 /* lifecycle.c: a call's entry (making the context on first use) */
-HIDDEN struct ctx *ctx_get(int *err);
-HIDDEN struct ctx *call_enter(int *err);
-HIDDEN void call_leave(void);
-HIDDEN int call_exclusive(const struct ctx *c);
+HIDDEN struct ctx *cpuhog_i_ctx_get(int *err);
+HIDDEN struct ctx *cpuhog_i_call_enter(int *err);
+HIDDEN void cpuhog_i_call_leave(void);
+HIDDEN int cpuhog_i_call_exclusive(const struct ctx *c);
 
 /* multi.c */
-HIDDEN unsigned int multi_select(struct ctx *c, size_t setsize,
-				 const cpu_set_t *cpus);
-HIDDEN int64_t multi_reserve(struct ctx *c, unsigned int n,
-			     uint64_t deadline);
-HIDDEN void multi_push(struct ctx *c, unsigned int n, uint32_t gen,
-		       cpuhog_fn_t fn, void *arg, uint32_t flags);
-HIDDEN int multi_wait(struct ctx *c, uint64_t deadline,
-		      int (*poll)(struct ctx *c, bool timed_out,
-				  uint64_t *deadline));
-HIDDEN int multi_result(struct ctx *c, unsigned int n, bool *ran_any);
-HIDDEN int multi_lock(struct ctx *c, bool try);
-HIDDEN void multi_unlock(struct ctx *c);
-HIDDEN const cpu_set_t *reach(struct ctx *c);
-HIDDEN bool hog_usable(struct ctx *c, struct hog *h);
-HIDDEN bool uncovered(struct ctx *c);
+HIDDEN unsigned int cpuhog_i_multi_select(struct ctx *c, size_t setsize,
+					  const cpu_set_t *cpus);
+HIDDEN int64_t cpuhog_i_multi_reserve(struct ctx *c, unsigned int n,
+				      uint64_t deadline);
+HIDDEN void cpuhog_i_multi_push(struct ctx *c, unsigned int n, uint32_t gen,
+				cpuhog_fn_t fn, void *arg, uint32_t flags);
+HIDDEN int cpuhog_i_multi_wait(struct ctx *c, uint64_t deadline,
+			       int (*poll)(struct ctx *c, bool timed_out,
+					   uint64_t *deadline));
+HIDDEN int cpuhog_i_multi_result(struct ctx *c, unsigned int n, bool *ran_any);
+HIDDEN int cpuhog_i_multi_lock(struct ctx *c, bool try);
+HIDDEN void cpuhog_i_multi_unlock(struct ctx *c);
+HIDDEN const cpu_set_t *cpuhog_i_reach(struct ctx *c);
+HIDDEN bool cpuhog_i_hog_usable(struct ctx *c, struct hog *h);
+HIDDEN bool cpuhog_i_uncovered(struct ctx *c);
 
 /* stop_report.c: the reports of stop_machine_report() and the other
  * multi-CPU calls (outcome.h) */
 struct stop_outcome;
-HIDDEN int stop_report_begin(struct stop_outcome *o,
-			     struct cpuhog_report *rep);
-HIDDEN void call_report_arm(struct ctx *c, unsigned int n);
-HIDDEN void call_report_cpu(struct stop_outcome *o, unsigned int cpu,
-			    unsigned int flags, uint64_t start, uint64_t end);
-HIDDEN void call_report_hogs(struct ctx *c, unsigned int n, bool pushed,
-			     struct stop_outcome *o);
-HIDDEN void stop_report_arm(struct ctx *c, unsigned int n, bool on);
-HIDDEN void stop_report_try(struct ctx *c, unsigned int n,
-			    struct stop_outcome *o);
-HIDDEN int stop_report_end(struct ctx *c, struct stop_outcome *o, int ret);
+HIDDEN int cpuhog_i_stop_report_begin(struct stop_outcome *o,
+				      struct cpuhog_report *rep);
+HIDDEN void cpuhog_i_call_report_arm(struct ctx *c, unsigned int n);
+HIDDEN void cpuhog_i_call_report_cpu(struct stop_outcome *o, unsigned int cpu,
+				     unsigned int flags, uint64_t start,
+				     uint64_t end);
+HIDDEN void cpuhog_i_call_report_hogs(struct ctx *c, unsigned int n,
+				      bool pushed, struct stop_outcome *o);
+HIDDEN void cpuhog_i_stop_report_arm(struct ctx *c, unsigned int n, bool on);
+HIDDEN void cpuhog_i_stop_report_try(struct ctx *c, unsigned int n,
+				     struct stop_outcome *o);
+HIDDEN int cpuhog_i_stop_report_end(struct ctx *c, struct stop_outcome *o,
+				    int ret);
 
 /* poll.c */
-HIDDEN bool poll_offer(struct hog *h);
-HIDDEN void poll_unpark(struct hog *h);
-HIDDEN int poll_start(struct hog *h);
-HIDDEN void poll_stop(struct hog *h);
-HIDDEN void poll_exit_all(struct hog *hogs, unsigned int n,
-			  const struct timespec *until);
-HIDDEN unsigned int poll_sync(struct ctx *c, unsigned int n);
-HIDDEN bool poll_polling(const struct hog *h);
-HIDDEN void poll_forget(struct hog *h);
-HIDDEN void poll_counts(const struct ctx *c, uint64_t *claims,
-			uint64_t *fallbacks);
+HIDDEN bool cpuhog_i_poll_offer(struct hog *h);
+HIDDEN void cpuhog_i_poll_unpark(struct hog *h);
+HIDDEN int cpuhog_i_poll_start(struct hog *h);
+HIDDEN void cpuhog_i_poll_stop(struct hog *h);
+HIDDEN void cpuhog_i_poll_exit_all(struct hog *hogs, unsigned int n,
+				   const struct timespec *until);
+HIDDEN unsigned int cpuhog_i_poll_sync(struct ctx *c, unsigned int n);
+HIDDEN bool cpuhog_i_poll_polling(const struct hog *h);
+HIDDEN void cpuhog_i_poll_forget(struct hog *h);
+HIDDEN void cpuhog_i_poll_counts(const struct ctx *c, uint64_t *claims,
+				 uint64_t *fallbacks);
 
 /* switches.c: whether a hog was switched out, from its rseq area where
  * it can (under the rooms: report.c and hog.c use it) */
-HIDDEN void sw_init(struct hog *h);
-HIDDEN void sw_now(struct hog *h, struct sw_count *out);
-HIDDEN long sw_slept_since(struct hog *h, const struct sw_count *before);
-HIDDEN void sw_forget(struct hog *h);
+HIDDEN void cpuhog_i_sw_init(struct hog *h);
+HIDDEN void cpuhog_i_sw_now(struct hog *h, struct sw_count *out);
+HIDDEN long cpuhog_i_sw_slept_since(struct hog *h,
+				    const struct sw_count *before);
+HIDDEN void cpuhog_i_sw_forget(struct hog *h);
 
-/* report.c: what check_begin() saw, for check_end() */
+/* report.c: what cpuhog_i_check_begin() saw, for cpuhog_i_check_end() */
 struct check {
 	struct sw_count sw;
 	uint64_t t0;
 };
-HIDDEN void check_begin(struct hog *h, struct check *ck);
-HIDDEN void check_end(struct hog *h, cpuhog_fn_t fn, const struct check *ck);
-HIDDEN void redirect_signals(struct hog *h);
+HIDDEN void cpuhog_i_check_begin(struct hog *h, struct check *ck);
+HIDDEN void cpuhog_i_check_end(struct hog *h, cpuhog_fn_t fn,
+			       const struct check *ck);
+HIDDEN void cpuhog_i_redirect_signals(struct hog *h);
 /* "sym (file+0xoff)" for a code address, as addr2line takes it: the
  * symbol from dladdr() or the object's own symbol table (symbols.c). */
-HIDDEN void symbol_describe(const void *addr, char *buf, size_t size);
+HIDDEN void cpuhog_i_symbol_describe(const void *addr, char *buf, size_t size);
 
 /*
  * Between a seq_cst store and a seq_cst load of another location, where
@@ -225,13 +148,13 @@ HIDDEN void symbol_describe(const void *addr, char *buf, size_t size);
 #endif
 
 /* platform.c */
-HIDDEN uint64_t now_ns(void);
-HIDDEN uint64_t deadline_in(uint64_t ns);
-HIDDEN int futex_wait(_Atomic uint32_t *addr, uint32_t val,
-		      uint64_t deadline_ns);
-HIDDEN void futex_wake(_Atomic uint32_t *addr, int n);
+HIDDEN uint64_t cpuhog_i_now_ns(void);
+HIDDEN uint64_t cpuhog_i_deadline_in(uint64_t ns);
+HIDDEN int cpuhog_i_futex_wait(_Atomic uint32_t *addr, uint32_t val,
+			       uint64_t deadline_ns);
+HIDDEN void cpuhog_i_futex_wake(_Atomic uint32_t *addr, int n);
 /* A waiter's wait (platform.c): WAIT() reads the word first, as each
- * wait_turn() does last; the turn returns the time where it read the
+ * cpuhog_i_wait_turn() does last; the turn returns the time where it read the
  * clock, else 0. */
 struct wait {
 	_Atomic uint32_t *word; /* the futex, which wakers move */
@@ -239,28 +162,33 @@ struct wait {
 	uint64_t spin_end;	/* a time; 0: the spin is over */
 	uint64_t deadline;	/* the sleep's */
 	unsigned int spins;
-	int slept; /* the last turn's futex_wait(); 1: it did not sleep */
+	int slept; /* the last turn's cpuhog_i_futex_wait(); 1: it did not sleep
+		    */
 };
 #define WAIT(word, bit, spin_end, deadline)                                   \
 	{ (word), (bit), atomic_load_explicit((word), memory_order_acquire),  \
 	  (spin_end), (deadline), 0, 1 }
-HIDDEN uint64_t wait_turn(struct wait *w);
-HIDDEN void wait_kick(_Atomic uint32_t *word);
-HIDDEN unsigned int possible_cpus(void);
-HIDDEN int read_cpulist(const char *path, size_t setsize, cpu_set_t *set);
-HIDDEN bool affine_only(pid_t tid, size_t setsize, cpu_set_t *scratch,
-			unsigned int cpu);
-HIDDEN bool read_status(int fd, char *buf, size_t size);
-HIDDEN bool mask_allows(int status_fd, size_t setsize, cpu_set_t *scratch,
-			unsigned int cpu);
-HIDDEN bool pinned_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu);
-HIDDEN int pin_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu);
-HIDDEN int thread_start(pthread_t *t, pthread_attr_t *pa, size_t setsize,
-			const cpu_set_t *one, const cpu_set_t *wide,
-			void *(*fn)(void *), void *arg);
-HIDDEN void obtain_priority(struct hog *h, int want);
-HIDDEN void serialize_core(void);
-HIDDEN void thread_switches(struct sw_count *out);
+HIDDEN uint64_t cpuhog_i_wait_turn(struct wait *w);
+HIDDEN void cpuhog_i_wait_kick(_Atomic uint32_t *word);
+HIDDEN unsigned int cpuhog_i_possible_cpus(void);
+HIDDEN int cpuhog_i_read_cpulist(const char *path, size_t setsize,
+				 cpu_set_t *set);
+HIDDEN bool cpuhog_i_affine_only(pid_t tid, size_t setsize, cpu_set_t *scratch,
+				 unsigned int cpu);
+HIDDEN bool cpuhog_i_read_status(int fd, char *buf, size_t size);
+HIDDEN bool cpuhog_i_mask_allows(int status_fd, size_t setsize,
+				 cpu_set_t *scratch, unsigned int cpu);
+HIDDEN bool cpuhog_i_pinned_to(size_t setsize, cpu_set_t *scratch,
+			       unsigned int cpu);
+HIDDEN int cpuhog_i_pin_to(size_t setsize, cpu_set_t *scratch,
+			   unsigned int cpu);
+HIDDEN int cpuhog_i_thread_start(pthread_t *t, pthread_attr_t *pa,
+				 size_t setsize, const cpu_set_t *one,
+				 const cpu_set_t *wide, void *(*fn)(void *),
+				 void *arg);
+HIDDEN void cpuhog_i_obtain_priority(struct hog *h, int want);
+HIDDEN void cpuhog_i_serialize_core(void);
+HIDDEN void cpuhog_i_thread_switches(struct sw_count *out);
 
 /* One more in a hog's counter (struct hog: run, slept, ...): a relaxed
  * load and store, as the hog is its only writer. */

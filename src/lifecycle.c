@@ -5,10 +5,10 @@
  * in a forked child.
  *
  * A call holds a reference to the context for its whole length
- * (context.c); ctx_get() makes the context where there is none, so this
- * file is every call's entry (call_enter()).  Shutdown retires the
- * context, then drains every queue before it joins the hogs: a queued
- * work always finishes.
+ * (context.c); cpuhog_i_ctx_get() makes the context where there is none, so
+ * this file is every call's entry (cpuhog_i_call_enter()).  Shutdown retires
+ * the context, then drains every queue before it joins the hogs: a queued work
+ * always finishes.
  *
  * After fork() the child has only the forking thread: the context is
  * parked on an orphan list (freed at the next init, when malloc is surely
@@ -53,18 +53,18 @@ static void unlock_init(int was);
 static void call_out(void)
 {
 	atomic_signal_fence(memory_order_seq_cst);
-	in_call = 0;
+	cpuhog_i_in_call = 0;
 }
 
-struct ctx *ctx_get(int *err)
+struct ctx *cpuhog_i_ctx_get(int *err)
 {
 	for (;;) {
-		struct ctx *c = ctx_ref();
+		struct ctx *c = cpuhog_i_ctx_ref();
 		int r;
 
 		if (c)
 			return c;
-		if (atomic_load(&g_shutting) || cpuhog_self) {
+		if (atomic_load(&g_shutting) || cpuhog_i_self) {
 			*err = -ESHUTDOWN;
 			return NULL;
 		}
@@ -86,25 +86,25 @@ struct ctx *ctx_get(int *err)
  * The signal fences keep the flag's stores where they are against a
  * handler of this thread.
  */
-struct ctx *call_enter(int *err)
+struct ctx *cpuhog_i_call_enter(int *err)
 {
 	struct ctx *c;
 
-	if (in_call) {
+	if (cpuhog_i_in_call) {
 		*err = -EDEADLK;
 		return NULL;
 	}
-	in_call = 1;
+	cpuhog_i_in_call = 1;
 	atomic_signal_fence(memory_order_seq_cst);
-	c = ctx_get(err);
+	c = cpuhog_i_ctx_get(err);
 	if (!c)
 		call_out();
 	return c;
 }
 
-void call_leave(void)
+void cpuhog_i_call_leave(void)
 {
-	ctx_put();
+	cpuhog_i_ctx_put();
 	call_out();
 }
 
@@ -114,7 +114,7 @@ void call_leave(void)
  * threads, so without real-time priority such a call refuses unless the
  * caller accepted weak mode.  Checked after the call's arguments and CPUs.
  */
-int call_exclusive(const struct ctx *c)
+int cpuhog_i_call_exclusive(const struct ctx *c)
 {
 	return c->rt_ok || (c->flags & CPUHOG_F_WEAK) ? 0 : -EPERM;
 }
@@ -127,7 +127,8 @@ static void ctx_free(struct ctx *c)
 		free(c->hogs[i].mask);
 		if (c->hogs[i].status_fd >= 0)
 			close(c->hogs[i].status_fd);
-		poll_forget(&c->hogs[i]); /* stopped, or a fork's inherited */
+		/* the pollers: stopped, or a fork's inherited */
+		cpuhog_i_poll_forget(&c->hogs[i]);
 	}
 	free(c->hogs);
 	free(c->by_cpu);
@@ -137,7 +138,7 @@ static void ctx_free(struct ctx *c)
 	free(c->kid_store);
 	CPU_FREE(c->mscratch);
 	CPU_FREE(c->mscratch2);
-	CPU_FREE(c->reach);
+	CPU_FREE(c->cpuhog_i_reach);
 	free(c->attr_cpus);
 	CPU_FREE(c->possible);
 	free(c->stop); /* one block: stop_state_new() */
@@ -148,7 +149,7 @@ static void ctx_free(struct ctx *c)
  * The watcher: a thread of ours that sleeps until shutdown, whose
  * affinity, set to every possible CPU, the kernel bounds by the cpuset
  * and reports within the active CPUs: where it may run is where any
- * thread of ours may go (multi.c, reach()).
+ * thread of ours may go (multi.c, cpuhog_i_reach()).
  */
 static void *watch_main(void *arg)
 {
@@ -157,9 +158,9 @@ static void *watch_main(void *arg)
 	c->watch_tid = gettid();
 	/* release: watch_tid before the creator's acquire */
 	atomic_store_explicit(&c->watch_state, 1, memory_order_release);
-	futex_wake(&c->watch_state, 1);
+	cpuhog_i_futex_wake(&c->watch_state, 1);
 	while (atomic_load(&c->watch_state) == 1)
-		futex_wait(&c->watch_state, 1, NO_DEADLINE);
+		cpuhog_i_futex_wait(&c->watch_state, 1, NO_DEADLINE);
 	return NULL;
 }
 
@@ -182,7 +183,7 @@ static int watch_start(struct ctx *c)
 	pthread_setname_np(c->watcher, "cpuhog-watch");
 	/* acquire: pairs with watch_main()'s release */
 	while (!atomic_load_explicit(&c->watch_state, memory_order_acquire))
-		futex_wait(&c->watch_state, 0, NO_DEADLINE);
+		cpuhog_i_futex_wait(&c->watch_state, 0, NO_DEADLINE);
 	c->watching = true;
 	return 0;
 }
@@ -192,7 +193,7 @@ static void watch_stop(struct ctx *c)
 	if (!c->watching)
 		return;
 	atomic_store(&c->watch_state, 2);
-	futex_wake(&c->watch_state, 1);
+	cpuhog_i_futex_wake(&c->watch_state, 1);
 	pthread_join(c->watcher, NULL);
 	c->watching = false;
 }
@@ -204,18 +205,18 @@ static bool hogs_stop(struct ctx *c, const struct timespec *until)
 	unsigned int i;
 
 	for (i = 0; i < c->nr_hogs; i++)
-		poll_stop(&c->hogs[i]);
+		cpuhog_i_poll_stop(&c->hogs[i]);
 	for (i = 0; i < c->nr_hogs; i++) {
 		atomic_store(&c->hogs[i].stop, true); /* seq_cst: see wake_hog */
-		store_load_fence(); /* stop before wake_hog()'s look */
-		wake_hog(&c->hogs[i]);
+		store_load_fence(); /* stop before cpuhog_i_wake_hog()'s look */
+		cpuhog_i_wake_hog(&c->hogs[i]);
 	}
 	for (i = 0; i < c->nr_hogs; i++)
 		if (until ? pthread_timedjoin_np(c->hogs[i].thread, NULL, until)
 			  : pthread_join(c->hogs[i].thread, NULL))
 			return false;
 	watch_stop(c);
-	pthread_mutex_destroy(&c->multi_lock);
+	pthread_mutex_destroy(&c->cpuhog_i_multi_lock);
 	return true;
 }
 
@@ -229,7 +230,8 @@ static cpu_set_t *possible_set(unsigned int nr)
 	cpu_set_t *set = CPU_ALLOC(nr);
 	unsigned int cpu;
 
-	if (set && read_cpulist("/sys/devices/system/cpu/possible", sz, set) <= 0)
+	if (set && cpuhog_i_read_cpulist("/sys/devices/system/cpu/possible", sz,
+					 set) <= 0)
 		for (cpu = 0; cpu < nr; cpu++)
 			CPU_SET_S(cpu, sz, set);
 	return set;
@@ -238,7 +240,7 @@ static cpu_set_t *possible_set(unsigned int nr)
 /* -EINVAL if @set names a CPU that cannot exist on this machine. */
 static int cpus_exist(size_t setsize, const cpu_set_t *set)
 {
-	unsigned int nr = possible_cpus();
+	unsigned int nr = cpuhog_i_possible_cpus();
 	cpu_set_t *possible = possible_set(nr);
 	size_t cpu, sz = CPU_ALLOC_SIZE(nr);
 	int r = 0;
@@ -358,7 +360,8 @@ static cpu_set_t *wanted_cpus(struct ctx *c, const struct cpuhog_attr *a,
 		memcpy(set, a->cpus, a->cpus_setsize < sz ? a->cpus_setsize : sz);
 	else
 		CPU_OR_S(sz, set, set, c->possible);
-	/* an explicit set that leaves out a possible CPU: see reach() */
+	/* an explicit set that leaves out a possible CPU: see cpuhog_i_reach()
+	 */
 	c->partial = !CPU_EQUAL_S(sz, set, c->possible);
 	return set;
 }
@@ -387,8 +390,8 @@ static int hog_start(struct ctx *c, struct hog *h, unsigned int cpu)
 	 * every signal blocked: no window where a signal lands in a hog or
 	 * the hog runs fn on another CPU. */
 	pthread_attr_setsigmask_np(&pa, &all);
-	r = thread_start(&h->thread, &pa, h->masksize, h->mask, c->possible,
-			 hog_main, h);
+	r = cpuhog_i_thread_start(&h->thread, &pa, h->masksize, h->mask,
+				  c->possible, cpuhog_i_hog_main, h);
 	pthread_attr_destroy(&pa);
 	if (r < 0)
 		return r;
@@ -406,9 +409,10 @@ static void hogs_await_start(struct ctx *c)
 	for (i = 0; i < c->nr_hogs; i++) {
 		struct hog *h = &c->hogs[i];
 
-		/* acquire: pairs with hog_main()'s release of started */
+		/* acquire: pairs with cpuhog_i_hog_main()'s release of started
+		 */
 		while (!atomic_load_explicit(&h->started, memory_order_acquire))
-			futex_wait(&h->started, 0, NO_DEADLINE);
+			cpuhog_i_futex_wait(&h->started, 0, NO_DEADLINE);
 		if (h->policy != SCHED_FIFO && h->policy != SCHED_RR)
 			c->rt_ok = false;
 	}
@@ -422,7 +426,7 @@ static struct stop_state *stop_state_new(struct ctx *c)
 
 	if (!st)
 		return NULL;
-	st->serialized = stop_lock_open();
+	st->serialized = cpuhog_i_stop_lock_open();
 	st->ctx = c;
 	return st;
 }
@@ -434,15 +438,15 @@ static int ctx_alloc(struct ctx *c, unsigned int n)
 	c->msel = calloc(n ? n : 1, sizeof(*c->msel));
 	c->mflags = calloc(n ? n : 1, sizeof(*c->mflags));
 	c->by_topo = calloc(n ? n : 1, sizeof(*c->by_topo));
-	c->fanout = fanout_of(c->attr_fanout, n); /* at most n */
+	c->fanout = cpuhog_i_fanout_of(c->attr_fanout, n); /* at most n */
 	c->kid_store = calloc((size_t)(n ? n : 1) * c->fanout,
 			      sizeof(*c->kid_store));
 	c->mscratch = CPU_ALLOC(c->nr_cpu_ids);
 	c->mscratch2 = CPU_ALLOC(c->nr_cpu_ids);
-	c->reach = CPU_ALLOC(c->nr_cpu_ids);
+	c->cpuhog_i_reach = CPU_ALLOC(c->nr_cpu_ids);
 	c->stop = stop_state_new(c);
 	if (!c->by_cpu || !c->hogs || !c->msel || !c->mflags || !c->mscratch ||
-	    !c->mscratch2 || !c->reach || !c->stop || !c->by_topo ||
+	    !c->mscratch2 || !c->cpuhog_i_reach || !c->stop || !c->by_topo ||
 	    !c->kid_store)
 		return -ENOMEM;
 	memset(c->hogs, 0, sizeof(struct hog) * (n ? n : 1));
@@ -485,10 +489,11 @@ static void tree_setup(struct ctx *c)
 	for (i = 0; i < c->nr_hogs; i++) {
 		struct hog *h = &c->hogs[i];
 
-		h->topo = topo_key(h->cpu, sz, c->mscratch, c->nr_cpu_ids);
+		h->topo = cpuhog_i_topo_key(h->cpu, sz, c->mscratch,
+					    c->nr_cpu_ids);
 		h->kids = c->kid_store + (size_t)i * c->fanout;
 	}
-	topo_sort(c);
+	cpuhog_i_topo_sort(c);
 }
 
 /* Poll mode: a poller per hog, or none at all (the flag says which). */
@@ -499,11 +504,11 @@ static void pollers_start(struct ctx *c)
 	if (!(c->flags & CPUHOG_F_POLL))
 		return;
 	for (i = 0; i < c->nr_hogs; i++)
-		if (poll_start(&c->hogs[i]) < 0)
+		if (cpuhog_i_poll_start(&c->hogs[i]) < 0)
 			break;
 	if (i < c->nr_hogs) {
 		while (i-- > 0)
-			poll_stop(&c->hogs[i]);
+			cpuhog_i_poll_stop(&c->hogs[i]);
 		c->flags &= ~(unsigned int)CPUHOG_F_POLL;
 	}
 }
@@ -544,7 +549,7 @@ static int ctx_create(const struct cpuhog_attr *a, struct ctx **out)
 
 	if (!c)
 		return -ENOMEM;
-	c->nr_cpu_ids = possible_cpus();
+	c->nr_cpu_ids = cpuhog_i_possible_cpus();
 	ctx_settings(c, a);
 	c->possible = possible_set(c->nr_cpu_ids);
 	want = c->possible ? wanted_cpus(c, a, &sz) : NULL;
@@ -555,7 +560,7 @@ static int ctx_create(const struct cpuhog_attr *a, struct ctx **out)
 		pthread_mutexattr_init(&ma);
 		/* Callers of any priority take it: inherit, don't invert. */
 		pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
-		pthread_mutex_init(&c->multi_lock, &ma);
+		pthread_mutex_init(&c->cpuhog_i_multi_lock, &ma);
 		pthread_mutexattr_destroy(&ma);
 		r = hogs_start(c, sz, want);
 		hogs_await_start(c);
@@ -582,7 +587,7 @@ static int ctx_create(const struct cpuhog_attr *a, struct ctx **out)
  */
 static void atfork_child(void)
 {
-	struct ctx *c = ctx_forget();
+	struct ctx *c = cpuhog_i_ctx_forget();
 
 	if (c) {
 		c->orphan_next = g_orphans;
@@ -629,7 +634,7 @@ static int init_as(const struct cpuhog_attr *attr, bool inherit)
 	struct ctx *c;
 	int r, was;
 
-	if (cpuhog_self)
+	if (cpuhog_i_self)
 		return -EDEADLK;
 	r = attr_check(attr);
 	if (r < 0)
@@ -638,7 +643,7 @@ static int init_as(const struct cpuhog_attr *attr, bool inherit)
 	was = lock_init();
 	if (was < 0)
 		return -EDEADLK; /* a handler, interrupting init or shutdown */
-	if (ctx_current()) {
+	if (cpuhog_i_ctx_current()) {
 		unlock_init(was);
 		return -EALREADY;
 	}
@@ -658,9 +663,9 @@ static int init_as(const struct cpuhog_attr *attr, bool inherit)
 	r = ctx_create(attr, &c);
 	free(kept_cpus);
 	if (r == 0) {
-		atomic_store_explicit(&g_spin_ns, c->spin_ns,
+		atomic_store_explicit(&cpuhog_i_spin_ns, c->spin_ns,
 				      memory_order_relaxed);
-		ctx_publish(c);
+		cpuhog_i_ctx_publish(c);
 	}
 	unlock_init(was);
 	return r;
@@ -675,11 +680,11 @@ int cpuhog_init(const struct cpuhog_attr *attr)
  * for it (in_call 2).  Returns what in_call was, or -1: it was 2. */
 static int lock_init(void)
 {
-	int was = in_call;
+	int was = cpuhog_i_in_call;
 
 	if (was == 2)
 		return -1;
-	in_call = 2;
+	cpuhog_i_in_call = 2;
 	atomic_signal_fence(memory_order_seq_cst);
 	pthread_mutex_lock(&g_init_lock);
 	return was;
@@ -689,7 +694,7 @@ static void unlock_init(int was)
 {
 	pthread_mutex_unlock(&g_init_lock);
 	atomic_signal_fence(memory_order_seq_cst);
-	in_call = was;
+	cpuhog_i_in_call = was;
 }
 
 /*
@@ -717,18 +722,20 @@ __attribute__((destructor)) static void unload(void)
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000;
 	}
-	if (cpuhog_self || in_call || ctx_held || (was = lock_init()) < 0)
+	if (cpuhog_i_self || cpuhog_i_in_call || cpuhog_i_ctx_held ||
+	    (was = lock_init()) < 0)
 		return;
-	c = ctx_quiet() ? ctx_retire() : NULL;
+	c = cpuhog_i_ctx_quiet() ? cpuhog_i_ctx_retire() : NULL;
 	if (c && hogs_stop(c, &until))
 		ctx_free(c);
 	unlock_init(was);
 	if (c)
 		return;
-	c = ctx_ref(); /* a call in progress: a shutdown now waits for us */
+	c = cpuhog_i_ctx_ref(); /* a call in progress: a shutdown now waits for
+				   us */
 	if (c) {
-		poll_exit_all(c->hogs, c->nr_hogs, &until);
-		ctx_put();
+		cpuhog_i_poll_exit_all(c->hogs, c->nr_hogs, &until);
+		cpuhog_i_ctx_put();
 	}
 }
 
@@ -739,11 +746,12 @@ void cpuhog_shutdown(void)
 
 	/* inside a call (a handler interrupted it): that call counts in
 	 * g_users, which would never drain */
-	if (cpuhog_self || in_call || ctx_held || (was = lock_init()) < 0)
+	if (cpuhog_i_self || cpuhog_i_in_call || cpuhog_i_ctx_held ||
+	    (was = lock_init()) < 0)
 		return;
-	if (ctx_current()) {
+	if (cpuhog_i_ctx_current()) {
 		atomic_store(&g_shutting, true);
-		c = ctx_retire();
+		c = cpuhog_i_ctx_retire();
 		hogs_stop(c, NULL); /* drains every queue */
 		ctx_free(c);
 		atomic_store(&g_shutting, false);
@@ -796,7 +804,7 @@ int cpuhog_get_info(struct cpuhog_info *info)
 
 	if (!info)
 		return -EINVAL;
-	c = ctx_get(&err);
+	c = cpuhog_i_ctx_get(&err);
 	if (!c)
 		return err;
 	memset(info, 0, sizeof(*info));
@@ -816,7 +824,7 @@ int cpuhog_get_info(struct cpuhog_info *info)
 		atomic_load_explicit(&c->stop_timeouts, memory_order_relaxed);
 	info->holds_released =
 		atomic_load_explicit(&c->holds_released, memory_order_relaxed);
-	poll_counts(c, &info->poll_claims, &info->poll_fallbacks);
+	cpuhog_i_poll_counts(c, &info->poll_claims, &info->poll_fallbacks);
 	info->poll_sync_acks =
 		atomic_load_explicit(&c->poll_sync_acks, memory_order_relaxed);
 	info->transit_naps =
@@ -831,13 +839,13 @@ int cpuhog_get_info(struct cpuhog_info *info)
 		atomic_load_explicit(&c->stop->serialized, memory_order_relaxed);
 	info->sync_passes =
 		atomic_load_explicit(&c->sync_seq, memory_order_relaxed) / 2;
-	ctx_put();
+	cpuhog_i_ctx_put();
 	return 0;
 }
 
 /*
  * Fill @set (@setsize bytes) with the CPUs of the hogs for which @which
- * holds (NULL: all); returns how many, or -EINVAL / ctx_get()'s error.
+ * holds (NULL: all); returns how many, or -EINVAL / cpuhog_i_ctx_get()'s error.
  * cpuhog_get_cpus() and cpuhog_get_polling() are this.
  */
 static int hog_cpu_set(size_t setsize, cpu_set_t *set,
@@ -849,11 +857,11 @@ static int hog_cpu_set(size_t setsize, cpu_set_t *set,
 
 	if (!set)
 		return -EINVAL;
-	c = ctx_get(&n);
+	c = cpuhog_i_ctx_get(&n);
 	if (!c)
 		return n;
 	if (setsize < CPU_ALLOC_SIZE(c->nr_cpu_ids)) {
-		ctx_put();
+		cpuhog_i_ctx_put();
 		return -EINVAL;
 	}
 	CPU_ZERO_S(setsize, set);
@@ -862,7 +870,7 @@ static int hog_cpu_set(size_t setsize, cpu_set_t *set,
 			CPU_SET_S(c->hogs[i].cpu, setsize, set);
 			n++;
 		}
-	ctx_put();
+	cpuhog_i_ctx_put();
 	return n;
 }
 
@@ -873,7 +881,7 @@ int cpuhog_get_cpus(size_t setsize, cpu_set_t *set)
 
 int cpuhog_get_polling(size_t setsize, cpu_set_t *set)
 {
-	return hog_cpu_set(setsize, set, poll_polling);
+	return hog_cpu_set(setsize, set, cpuhog_i_poll_polling);
 }
 
 const char *cpuhog_version(void)

@@ -50,14 +50,16 @@ static bool in_transit(struct ctx *c, uint64_t now)
 		return c->transit;
 	c->transit_at = now;
 	c->transit = false;
-	if (read_cpulist("/sys/devices/system/cpu/online", sz, c->mscratch) <= 0)
+	if (cpuhog_i_read_cpulist("/sys/devices/system/cpu/online", sz,
+				  c->mscratch) <= 0)
 		return false;
 	for (i = 0; i < c->nr_hogs && !c->transit; i++) {
 		struct hog *h = &c->hogs[i];
 
 		if (atomic_load_explicit(&h->away, memory_order_relaxed) &&
 		    CPU_ISSET_S(h->cpu, sz, c->mscratch) &&
-		    mask_allows(h->status_fd, sz, c->mscratch2, h->cpu))
+		    cpuhog_i_mask_allows(h->status_fd, sz, c->mscratch2,
+					 h->cpu))
 			c->transit = true;
 	}
 	return c->transit;
@@ -75,7 +77,7 @@ static bool in_transit(struct ctx *c, uint64_t now)
  * online, not active: the hotplug is waiting), and 1 ms once per 4 ms
  * (one tick) while it stays away.  docs/RELIABILITY.md has the evidence.
  */
-void multi_unlock(struct ctx *c)
+void cpuhog_i_multi_unlock(struct ctx *c)
 {
 	unsigned int i;
 	uint64_t now;
@@ -85,7 +87,7 @@ void multi_unlock(struct ctx *c)
 					 memory_order_relaxed))
 			break;
 	if (i < c->nr_hogs) {
-		now = now_ns();
+		now = cpuhog_i_now_ns();
 		if (in_transit(c, now)) {
 			atomic_fetch_add_explicit(&c->transit_naps, 1,
 						  memory_order_relaxed);
@@ -95,17 +97,17 @@ void multi_unlock(struct ctx *c)
 			c->backoff_at = now + BACKOFF_EVERY_NS;
 		}
 	}
-	pthread_mutex_unlock(&c->multi_lock);
+	pthread_mutex_unlock(&c->cpuhog_i_multi_lock);
 }
 
-int multi_lock(struct ctx *c, bool try)
+int cpuhog_i_multi_lock(struct ctx *c, bool try)
 {
-	int r = try ? pthread_mutex_trylock(&c->multi_lock)
-		    : pthread_mutex_lock(&c->multi_lock);
+	int r = try ? pthread_mutex_trylock(&c->cpuhog_i_multi_lock)
+		    : pthread_mutex_lock(&c->cpuhog_i_multi_lock);
 
 	if (r == EBUSY)
 		return -EAGAIN;
-	c->reach_fresh = false; /* reach() reads anew in each call */
+	c->reach_fresh = false; /* cpuhog_i_reach() reads anew in each call */
 	return -r;
 }
 
@@ -118,38 +120,39 @@ int multi_lock(struct ctx *c, bool try)
  * multi_lock), and only where a hog is away or an explicit set left CPUs
  * out.
  */
-const cpu_set_t *reach(struct ctx *c)
+const cpu_set_t *cpuhog_i_reach(struct ctx *c)
 {
 	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
 
 	if (c->reach_fresh)
-		return c->reach;
+		return c->cpuhog_i_reach;
 	sched_setaffinity(c->watch_tid, sz, c->possible);
-	CPU_ZERO_S(sz, c->reach);
-	if (sched_getaffinity(c->watch_tid, sz, c->reach) < 0)
-		CPU_ZERO_S(sz, c->reach);
+	CPU_ZERO_S(sz, c->cpuhog_i_reach);
+	if (sched_getaffinity(c->watch_tid, sz, c->cpuhog_i_reach) < 0)
+		CPU_ZERO_S(sz, c->cpuhog_i_reach);
 	c->reach_fresh = true;
-	return c->reach;
+	return c->cpuhog_i_reach;
 }
 
 /*
  * Whether @h's CPU can be used now (under multi_lock).  A hog away from
  * its CPU (offline, outside the cpuset, or never had) is not woken by
- * multi-CPU calls until its CPU is back in reach(): its work would only
- * be refused, and while a CPU goes offline, waking it meant an extra
+ * multi-CPU calls until its CPU is back in cpuhog_i_reach(): its work would
+ * only be refused, and while a CPU goes offline, waking it meant an extra
  * real-time thread on a surviving CPU for every call, which starved the
  * kernel's own threads there.  Once back, the hog pins itself on its
  * next work.
  */
-bool hog_usable(struct ctx *c, struct hog *h)
+bool cpuhog_i_hog_usable(struct ctx *c, struct hog *h)
 {
 	return !atomic_load_explicit(&h->away, memory_order_relaxed) ||
-	       CPU_ISSET_S(h->cpu, CPU_ALLOC_SIZE(c->nr_cpu_ids), reach(c));
+	       CPU_ISSET_S(h->cpu, CPU_ALLOC_SIZE(c->nr_cpu_ids),
+			   cpuhog_i_reach(c));
 }
 
 /* Whether a thread of ours may run on a CPU that has no hog: only where
  * an explicit set left CPUs out (c->partial).  Under multi_lock. */
-bool uncovered(struct ctx *c)
+bool cpuhog_i_uncovered(struct ctx *c)
 {
 	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
 	unsigned int cpu;
@@ -157,14 +160,15 @@ bool uncovered(struct ctx *c)
 	if (!c->partial)
 		return false;
 	for (cpu = 0; cpu < c->nr_cpu_ids; cpu++)
-		if (CPU_ISSET_S(cpu, sz, reach(c)) && !c->by_cpu[cpu])
+		if (CPU_ISSET_S(cpu, sz, cpuhog_i_reach(c)) && !c->by_cpu[cpu])
 			return true;
 	return false;
 }
 
 /* The hogs of @cpus whose CPUs are usable, in topology order (the wake
  * tree's), into c->msel. */
-unsigned int multi_select(struct ctx *c, size_t setsize, const cpu_set_t *cpus)
+unsigned int cpuhog_i_multi_select(struct ctx *c, size_t setsize,
+				   const cpu_set_t *cpus)
 {
 	size_t bits = setsize * 8;
 	unsigned int i, n = 0;
@@ -173,7 +177,7 @@ unsigned int multi_select(struct ctx *c, size_t setsize, const cpu_set_t *cpus)
 		struct hog *h = c->by_topo[i];
 
 		if (h->cpu < bits && CPU_ISSET_S(h->cpu, setsize, cpus) &&
-		    hog_usable(c, h)) {
+		    cpuhog_i_hog_usable(c, h)) {
 			c->mflags[n] = 0;
 			c->msel[n++] = h;
 		}
@@ -189,15 +193,15 @@ unsigned int multi_select(struct ctx *c, size_t setsize, const cpu_set_t *cpus)
  * every hog's slot must be free: a stale hog of an abandoned call, still
  * queued, would take a later call of its generation for its own.
  */
-int64_t multi_reserve(struct ctx *c, unsigned int n, uint64_t deadline)
+int64_t cpuhog_i_multi_reserve(struct ctx *c, unsigned int n, uint64_t deadline)
 {
 	unsigned int i;
 
 	for (i = 0; i < n; i++)
-		if (slot_wait_free(&c->msel[i]->slot, deadline) < 0)
+		if (cpuhog_i_slot_wait_free(&c->msel[i]->slot, deadline) < 0)
 			return -ETIMEDOUT;
 	for (i = 0; c->multi_gen == UINT32_MAX && i < c->nr_hogs; i++)
-		if (slot_wait_free(&c->hogs[i].slot, deadline) < 0)
+		if (cpuhog_i_slot_wait_free(&c->hogs[i].slot, deadline) < 0)
 			return -ETIMEDOUT;
 	if (++c->multi_gen == 0) { /* round: no tag of a past call stays */
 		c->multi_gen = 1;
@@ -220,9 +224,9 @@ static void slot_push(struct ctx *c, struct hog *h, uint32_t gen,
 	w->gen = gen;
 	w->cpu = h->cpu;
 	w->flags = flags;
-	/* relaxed: published by push_work()'s seq_cst push */
+	/* relaxed: published by cpuhog_i_push_work()'s seq_cst push */
 	atomic_store_explicit(&w->state, W_QUEUED, memory_order_relaxed);
-	push_work(h, w);
+	cpuhog_i_push_work(h, w);
 }
 
 /*
@@ -231,10 +235,10 @@ static void slot_push(struct ctx *c, struct hog *h, uint32_t gen,
  * (wake.c): every work pushed first, children before their parents, then
  * the root's one wake here.
  */
-void multi_push(struct ctx *c, unsigned int n, uint32_t gen, cpuhog_fn_t fn,
-		void *arg, uint32_t flags)
+void cpuhog_i_multi_push(struct ctx *c, unsigned int n, uint32_t gen,
+			 cpuhog_fn_t fn, void *arg, uint32_t flags)
 {
-	struct hog *root = wake_plan(c, c->msel, c->mflags, n);
+	struct hog *root = cpuhog_i_wake_plan(c, c->msel, c->mflags, n);
 	unsigned int i;
 
 	c->mnr = n;
@@ -246,7 +250,7 @@ void multi_push(struct ctx *c, unsigned int n, uint32_t gen, cpuhog_fn_t fn,
 	for (i = n; i-- > 0;) /* reverse plan order: see wake.c */
 		slot_push(c, c->msel[i], gen, fn, arg, flags | c->mflags[i]);
 	if (root)
-		wake_hog(root);
+		cpuhog_i_wake_hog(root);
 }
 
 static uint32_t pending(struct ctx *c)
@@ -260,7 +264,7 @@ static uint32_t pending(struct ctx *c)
 static bool spin_ok(struct ctx *c)
 {
 	int cpu = sched_getcpu();
-	struct hog *h = cpu >= 0 ? hog_of(c, (unsigned int)cpu) : NULL;
+	struct hog *h = cpu >= 0 ? cpuhog_i_hog_of(c, (unsigned int)cpu) : NULL;
 
 	return !h || (atomic_load_explicit(&h->slot.state,
 					   memory_order_relaxed) &
@@ -278,12 +282,12 @@ static void rescue(struct ctx *c)
 	unsigned int i;
 
 	for (i = 0; i < c->mnr; i++)
-		/* relaxed: a stale QUEUED costs a wake_hog(), which only
-		 * loads a hog that is awake */
+		/* relaxed: a stale QUEUED costs a cpuhog_i_wake_hog(), which
+		 * only loads a hog that is awake */
 		if ((atomic_load_explicit(&c->msel[i]->slot.state,
 					  memory_order_relaxed) &
 		     W_STATE) == W_QUEUED)
-			wake_hog(c->msel[i]);
+			cpuhog_i_wake_hog(c->msel[i]);
 }
 
 /*
@@ -297,15 +301,17 @@ static void rescue(struct ctx *c)
  * counted so in about one run of five on this VM).  RESCUE_NS after it
  * began, still waiting, the caller wakes the hogs still asleep (wake.c).
  */
-int multi_wait(struct ctx *c, uint64_t deadline,
-	       int (*poll)(struct ctx *c, bool timed_out, uint64_t *deadline))
+int cpuhog_i_multi_wait(struct ctx *c, uint64_t deadline,
+			int (*poll)(struct ctx *c, bool timed_out,
+				    uint64_t *deadline))
 {
-	uint64_t rescue_at = deadline_in(RESCUE_NS);
+	uint64_t rescue_at = cpuhog_i_deadline_in(RESCUE_NS);
 	struct wait w = WAIT(&c->group.seq, 1,
-			     c->spin_ns ? deadline_in(c->spin_ns) : 0, deadline);
+			     c->spin_ns ? cpuhog_i_deadline_in(c->spin_ns) : 0,
+			     deadline);
 	int r;
 
-	for (; pending(c); wait_turn(&w)) {
+	for (; pending(c); cpuhog_i_wait_turn(&w)) {
 		if (w.spin_end) { /* only while spin_ok() */
 			w.spin_end = spin_ok(c) ? w.spin_end : 0;
 			continue;
@@ -326,7 +332,7 @@ int multi_wait(struct ctx *c, uint64_t deadline,
 }
 
 /* 0 or a callback's non-zero value; *ran_any: some callback ran. */
-int multi_result(struct ctx *c, unsigned int n, bool *ran_any)
+int cpuhog_i_multi_result(struct ctx *c, unsigned int n, bool *ran_any)
 {
 	unsigned int i;
 	int r = 0;
@@ -364,14 +370,14 @@ static int run_selected(struct ctx *c, unsigned int n, uint32_t gen,
 	int r;
 
 	if (o)
-		call_report_arm(c, n);
-	multi_push(c, n, gen, fn, arg, o ? W_F_TIMED : 0);
-	multi_wait(c, NO_DEADLINE, NULL);
-	r = multi_result(c, n, &any);
+		cpuhog_i_call_report_arm(c, n);
+	cpuhog_i_multi_push(c, n, gen, fn, arg, o ? W_F_TIMED : 0);
+	cpuhog_i_multi_wait(c, NO_DEADLINE, NULL);
+	r = cpuhog_i_multi_result(c, n, &any);
 	if (o) {
 		o->tries = 1;
 		o->ended = any ? STOP_RAN : STOP_NOCPU;
-		call_report_hogs(c, n, true, o);
+		cpuhog_i_call_report_hogs(c, n, true, o);
 	}
 	return any ? r : -ENOENT;
 }
@@ -405,11 +411,11 @@ static int hog_cpus_probed(size_t setsize, const cpu_set_t *cpus,
 
 	if (!cpus || !fn)
 		return -EINVAL;
-	if (cpuhog_self)
+	if (cpuhog_i_self)
 		return -EDEADLK;
-	c = call_enter(&r);
-	if (c && (r = multi_lock(c, try)) < 0) {
-		call_leave();
+	c = cpuhog_i_call_enter(&r);
+	if (c && (r = cpuhog_i_multi_lock(c, try)) < 0) {
+		cpuhog_i_call_leave();
 		c = NULL;
 	}
 	if (!c) {
@@ -417,12 +423,13 @@ static int hog_cpus_probed(size_t setsize, const cpu_set_t *cpus,
 			CPU_ZERO_S(setsize, ran);
 		return r;
 	}
-	n = multi_select(c, setsize, cpus);
+	n = cpuhog_i_multi_select(c, setsize, cpus);
 	if (ran) /* after the selection: @ran may be @cpus */
 		CPU_ZERO_S(setsize, ran);
-	gen = !n		    ? -ENOENT
-	      : call_exclusive(c) ? -EPERM
-				  : multi_reserve(c, n, try ? 0 : NO_DEADLINE);
+	gen = !n ? -ENOENT
+	      : cpuhog_i_call_exclusive(c)
+		      ? -EPERM
+		      : cpuhog_i_multi_reserve(c, n, try ? 0 : NO_DEADLINE);
 	r = gen == -ETIMEDOUT ? -EAGAIN /* try: a slot held by a stop */
 	    : gen < 0	      ? (int)gen
 			      : 0;
@@ -431,8 +438,8 @@ static int hog_cpus_probed(size_t setsize, const cpu_set_t *cpus,
 		if (ran)
 			fill_ran(c, n, setsize, ran);
 	}
-	multi_unlock(c);
-	call_leave();
+	cpuhog_i_multi_unlock(c);
+	cpuhog_i_call_leave();
 	return r;
 }
 
@@ -461,8 +468,8 @@ int hog_cpus_report(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
 	struct stop_outcome o;
 	int r;
 
-	if (stop_report_begin(&o, rep) < 0)
+	if (cpuhog_i_stop_report_begin(&o, rep) < 0)
 		return -EINVAL;
 	r = do_hog_cpus(setsize, cpus, fn, arg, false, NULL, rep ? &o : NULL);
-	return stop_report_end(NULL, &o, r);
+	return cpuhog_i_stop_report_end(NULL, &o, r);
 }

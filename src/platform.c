@@ -16,7 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-uint64_t now_ns(void)
+uint64_t cpuhog_i_now_ns(void)
 {
 	struct timespec ts;
 
@@ -25,9 +25,9 @@ uint64_t now_ns(void)
 }
 
 /* The time @ns from now, saturating: UINT64_MAX (NO_DEADLINE) is never. */
-uint64_t deadline_in(uint64_t ns)
+uint64_t cpuhog_i_deadline_in(uint64_t ns)
 {
-	uint64_t now = now_ns();
+	uint64_t now = cpuhog_i_now_ns();
 
 	return ns >= NO_DEADLINE - now ? NO_DEADLINE : now + ns;
 }
@@ -37,7 +37,8 @@ uint64_t deadline_in(uint64_t ns)
  * CLOCK_MONOTONIC deadline.  Returns 0 or -ETIMEDOUT; a wake-up may be
  * spurious, so callers re-check their condition.
  */
-int futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t deadline_ns)
+int cpuhog_i_futex_wait(_Atomic uint32_t *addr, uint32_t val,
+			uint64_t deadline_ns)
 {
 	struct timespec ts, *tsp = NULL;
 	long r;
@@ -59,7 +60,7 @@ int futex_wait(_Atomic uint32_t *addr, uint32_t val, uint64_t deadline_ns)
  * worst a spurious wake-up for whoever sleeps there, which every waiter
  * tolerates.
  */
-void futex_wake(_Atomic uint32_t *addr, int n)
+void cpuhog_i_futex_wake(_Atomic uint32_t *addr, int n)
 {
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
@@ -73,10 +74,10 @@ void futex_wake(_Atomic uint32_t *addr, int n)
  * ends with the word read anew, for the next look.
  *
  * No wake-up is lost.  A waker makes what is waited for true, then
- * either moves the word on (wait_kick(); a CAS or exchange of its own:
+ * either moves the word on (cpuhog_i_wait_kick(); a CAS or exchange of its own:
  * work_finish(), poll.c), waking the sleepers where the bit was set, or
  * only loads the word, after a seq_cst store of what is waited for
- * (wake_hog()).  The waiter sleeps only while the word still reads as
+ * (cpuhog_i_wake_hog()).  The waiter sleeps only while the word still reads as
  * it did before its last look, its bit set: no move came since that
  * read, which saw the last one (acquire, against the move's release),
  * and with it what was made true.  Against a waker that only loads, the
@@ -85,7 +86,7 @@ void futex_wake(_Atomic uint32_t *addr, int n)
  */
 #define CLOCK_EVERY 16
 
-uint64_t wait_turn(struct wait *w)
+uint64_t cpuhog_i_wait_turn(struct wait *w)
 {
 	uint64_t now = 0;
 
@@ -93,7 +94,7 @@ uint64_t wait_turn(struct wait *w)
 	if (w->spin_end) {
 		cpu_relax();
 		if (++w->spins % CLOCK_EVERY == 0 &&
-		    (now = now_ns()) >= w->spin_end)
+		    (now = cpuhog_i_now_ns()) >= w->spin_end)
 			w->spin_end = 0;
 	} else if (!(w->seen & w->bit)) {
 		/* seq_cst; the next look is after it: Dekker (above) */
@@ -101,8 +102,8 @@ uint64_t wait_turn(struct wait *w)
 						   w->seen | w->bit))
 			store_load_fence(); /* the CAS before the look */
 	} else {
-		w->slept = futex_wait(w->word, w->seen, w->deadline);
-		now = now_ns();
+		w->slept = cpuhog_i_futex_wait(w->word, w->seen, w->deadline);
+		now = cpuhog_i_now_ns();
 	}
 	/* acquire: the move of the word the next look is judged after */
 	w->seen = atomic_load_explicit(w->word, memory_order_acquire);
@@ -110,7 +111,7 @@ uint64_t wait_turn(struct wait *w)
 }
 
 /* After making true what the waiters on @word (bit 0) wait for. */
-void wait_kick(_Atomic uint32_t *word)
+void cpuhog_i_wait_kick(_Atomic uint32_t *word)
 {
 	uint32_t s = atomic_load_explicit(word, memory_order_relaxed);
 
@@ -121,7 +122,7 @@ void wait_kick(_Atomic uint32_t *word)
 		memory_order_relaxed))
 		;
 	if (s & 1)
-		futex_wake(word, INT_MAX);
+		cpuhog_i_futex_wake(word, INT_MAX);
 }
 
 /* The kernel's CPU list at @p into @set: the number of CPUs, or -1 for
@@ -137,7 +138,7 @@ static int parse_cpulist(const char *p, size_t setsize, cpu_set_t *set)
  * Parse a sysfs CPU list file into @set (CPUs past its end ignored).
  * Returns the number of CPUs read, or -1 if the file cannot be read.
  */
-int read_cpulist(const char *path, size_t setsize, cpu_set_t *set)
+int cpuhog_i_read_cpulist(const char *path, size_t setsize, cpu_set_t *set)
 {
 	char buf[4096];
 	FILE *f = fopen(path, "re");
@@ -155,7 +156,7 @@ int read_cpulist(const char *path, size_t setsize, cpu_set_t *set)
  * NUL-terminated.  Any thread may read it: the descriptor names the hog.
  * false if it cannot be read.
  */
-bool read_status(int fd, char *buf, size_t size)
+bool cpuhog_i_read_status(int fd, char *buf, size_t size)
 {
 	ssize_t n = fd >= 0 ? pread(fd, buf, size - 1, 0) : -1;
 
@@ -171,12 +172,12 @@ bool read_status(int fd, char *buf, size_t size)
  * reports it (/proc's Cpus_allowed_list): true for a CPU that is going
  * offline, false for one that left the cpuset.  true when it cannot tell.
  */
-bool mask_allows(int status_fd, size_t setsize, cpu_set_t *scratch,
-		 unsigned int cpu)
+bool cpuhog_i_mask_allows(int status_fd, size_t setsize, cpu_set_t *scratch,
+			  unsigned int cpu)
 {
 	char buf[4096], *p;
 
-	if (!read_status(status_fd, buf, sizeof(buf)))
+	if (!cpuhog_i_read_status(status_fd, buf, sizeof(buf)))
 		return true;
 	p = strstr(buf, "\nCpus_allowed_list:");
 	if (!p)
@@ -188,14 +189,15 @@ bool mask_allows(int status_fd, size_t setsize, cpu_set_t *scratch,
 }
 
 /* One more than the highest CPU number the kernel may ever bring up. */
-unsigned int possible_cpus(void)
+unsigned int cpuhog_i_possible_cpus(void)
 {
 	size_t sz = CPU_ALLOC_SIZE(1u << 16);
 	cpu_set_t *set = CPU_ALLOC(1u << 16);
 	unsigned int cpu, best = 0;
 	long conf = sysconf(_SC_NPROCESSORS_CONF);
 
-	if (set && read_cpulist("/sys/devices/system/cpu/possible", sz, set) > 0)
+	if (set && cpuhog_i_read_cpulist("/sys/devices/system/cpu/possible", sz,
+					 set) > 0)
 		for (cpu = 0; cpu < (1u << 16); cpu++)
 			if (CPU_ISSET_S(cpu, sz, set))
 				best = cpu + 1;
@@ -210,8 +212,8 @@ unsigned int possible_cpus(void)
  * reports affinity within the active CPUs, so a CPU on its way offline
  * reads as not allowed before its threads are moved off it.
  */
-bool affine_only(pid_t tid, size_t setsize, cpu_set_t *scratch,
-		 unsigned int cpu)
+bool cpuhog_i_affine_only(pid_t tid, size_t setsize, cpu_set_t *scratch,
+			  unsigned int cpu)
 {
 	CPU_ZERO_S(setsize, scratch);
 	if (sched_getaffinity(tid, setsize, scratch) < 0)
@@ -221,9 +223,10 @@ bool affine_only(pid_t tid, size_t setsize, cpu_set_t *scratch,
 }
 
 /* Whether the calling thread may run on @cpu alone and runs there now. */
-bool pinned_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu)
+bool cpuhog_i_pinned_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu)
 {
-	return sched_getcpu() == (int)cpu && affine_only(0, setsize, scratch, cpu);
+	return sched_getcpu() == (int)cpu &&
+	       cpuhog_i_affine_only(0, setsize, scratch, cpu);
 }
 
 /*
@@ -232,9 +235,9 @@ bool pinned_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu)
  * of @wide instead, from where it pins itself once its CPU is back.
  * Returns 0 (pinned), 1 (away) or a negative errno.
  */
-int thread_start(pthread_t *t, pthread_attr_t *pa, size_t setsize,
-		 const cpu_set_t *one, const cpu_set_t *wide,
-		 void *(*fn)(void *), void *arg)
+int cpuhog_i_thread_start(pthread_t *t, pthread_attr_t *pa, size_t setsize,
+			  const cpu_set_t *one, const cpu_set_t *wide,
+			  void *(*fn)(void *), void *arg)
 {
 	int r;
 
@@ -252,7 +255,7 @@ int thread_start(pthread_t *t, pthread_attr_t *pa, size_t setsize,
  * before sched_setaffinity() returns; it fails (EINVAL) when @cpu is
  * offline or outside the cpuset.
  */
-int pin_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu)
+int cpuhog_i_pin_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu)
 {
 	CPU_ZERO_S(setsize, scratch);
 	CPU_SET_S(cpu, setsize, scratch);
@@ -266,7 +269,7 @@ int pin_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu)
  * SCHED_FIFO at @want, else at RLIMIT_RTPRIO, else SCHED_OTHER at the
  * lowest nice allowed.  Records what it got and why RT was refused.
  */
-void obtain_priority(struct hog *h, int want)
+void cpuhog_i_obtain_priority(struct hog *h, int want)
 {
 	struct sched_param sp = { .sched_priority = want };
 	struct rlimit rl;
@@ -301,7 +304,7 @@ done:
 }
 
 /* The calling thread's context switches and minor faults. */
-void thread_switches(struct sw_count *out)
+void cpuhog_i_thread_switches(struct sw_count *out)
 {
 	struct rusage ru;
 
@@ -382,7 +385,7 @@ static void iret_to_self(void)
  * Make the instruction stream coherent with earlier stores on this CPU:
  * code rewritten by a stop_machine() callback is safe to run afterwards.
  */
-void serialize_core(void)
+void cpuhog_i_serialize_core(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	unsigned int a, b, c, d;

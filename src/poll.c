@@ -13,8 +13,8 @@
  * idle exit); callbacks still run in the hog, with every promise of sleep
  * mode.
  *
- * The hook: wake_hog() asks poll_offer(), which leaves the wake to a
- * poller whose beat (a time stamp written each round) is fresh, for
+ * The hook: cpuhog_i_wake_hog() asks cpuhog_i_poll_offer(), which leaves the
+ * wake to a poller whose beat (a time stamp written each round) is fresh, for
  * CLAIM_NS at most.  Whoever takes the hog's `sleeping` from 1 to 0 with
  * an exchange owns the one futex wake, poller or producer (hog.c).
  *
@@ -33,7 +33,7 @@
  * SCHED_IDLE thread beside a busy CPU may wait a long time for its turn;
  * so a poller is SCHED_IDLE only while it polls (SCHED_OTHER parked), and
  * exit() raises every poller to real time until it has left its loop
- * (poll_exit_all(), from a destructor).  Raised to SCHED_OTHER only, a
+ * (cpuhog_i_poll_exit_all(), from a destructor).  Raised to SCHED_OTHER only, a
  * poller would keep the vruntime it ran up at weight 3 on kernels that
  * do not renormalize it (6.1's CFS).  A process killed by a signal's
  * default action runs no code of ours: its pollers still wait their turn.
@@ -90,11 +90,11 @@ struct poller {
 	_Atomic bool stop;
 	_Atomic bool left; /* out of its loop: changes its policy no more */
 	_Atomic bool on;   /* running: producers may leave it the wake */
-	/* Written by the hog: its batch count (poll_unpark()). */
+	/* Written by the hog: its batch count (cpuhog_i_poll_unpark()). */
 	alignas(CACHELINE) _Atomic uint32_t batches;
 	/* The poller's own: its rounds' counts (stepped_aside()), the last
 	 * batch count it saw, its /proc/stat and buffer, its scratch mask
-	 * for pin_to(); poll_forget() frees them. */
+	 * for cpuhog_i_pin_to(); cpuhog_i_poll_forget() frees them. */
 	uint64_t prev, last_work, window, lost, yielded;
 	uint32_t seen;
 	int stat_fd;
@@ -129,7 +129,7 @@ static void park(struct poller *p, uint32_t how, uint64_t deadline)
 	/* parked (the first turn), then the seq_cst look at stop, which
 	 * poll_tell_stop() stores before it moves the word: one sleep */
 	do
-		wait_turn(&w);
+		cpuhog_i_wait_turn(&w);
 	while (w.slept == 1 && w.seen == how && !atomic_load(&p->stop));
 	atomic_store(&p->parked, POLLING);
 }
@@ -144,7 +144,7 @@ static void claim(struct poller *p)
 		return;
 	if (atomic_load(&h->sleeping) && atomic_exchange(&h->sleeping, 0)) {
 		atomic_fetch_add_explicit(&p->claims, 1, memory_order_relaxed);
-		futex_wake(&h->sleeping, 1);
+		cpuhog_i_futex_wake(&h->sleeping, 1);
 	}
 }
 
@@ -192,7 +192,7 @@ static void aside(struct poller *p)
 	long hz = sysconf(_SC_CLK_TCK);
 
 	for (;;) {
-		park(p, PARKED_TIMED, deadline_in(ASIDE_NS));
+		park(p, PARKED_TIMED, cpuhog_i_deadline_in(ASIDE_NS));
 		if (atomic_load_explicit(&p->stop, memory_order_relaxed))
 			return;
 		after = cpu_idle(p, cpu);
@@ -209,7 +209,7 @@ static void resume(struct poller *p)
 {
 	set_policy(SCHED_IDLE);
 	/* poll_ns counts from here too: work may come now */
-	p->prev = p->window = p->yielded = p->last_work = now_ns();
+	p->prev = p->window = p->yielded = p->last_work = cpuhog_i_now_ns();
 	p->lost = 0;
 }
 
@@ -252,15 +252,15 @@ static bool stepped_aside(struct poller *p, uint64_t t)
 /* Off our CPU (offline, cpuset): park, then try to go back. */
 static void away(struct poller *p)
 {
-	park(p, PARKED_TIMED, deadline_in(AWAY_RETRY_NS));
-	pin_to(p->hog->masksize, p->mask, p->hog->cpu);
+	park(p, PARKED_TIMED, cpuhog_i_deadline_in(AWAY_RETRY_NS));
+	cpuhog_i_pin_to(p->hog->masksize, p->mask, p->hog->cpu);
 	resume(p);
 }
 
 /* One round of the poller's loop. */
 static void poll_round(struct poller *p, struct ctx *c, uint32_t *acked)
 {
-	uint64_t t = now_ns();
+	uint64_t t = cpuhog_i_now_ns();
 	uint32_t gen;
 
 	/* a pause over PAUSE_NS: another task ran, or our hog */
@@ -313,15 +313,15 @@ static bool poller_live(struct poller *p)
 {
 	uint64_t beat = atomic_load_explicit(&p->beat, memory_order_relaxed);
 
-	return beat && (int64_t)(now_ns() - beat) < LIVE_NS;
+	return beat && (int64_t)(cpuhog_i_now_ns() - beat) < LIVE_NS;
 }
 
 /*
- * The hook of the wake path (wake_hog(), the work pushed): while the
+ * The hook of the wake path (cpuhog_i_wake_hog(), the work pushed): while the
  * poller runs, give it the wake for CLAIM_NS.  Returns true when the hog
  * is awake (the poller, or the hog itself, took it).
  */
-bool poll_offer(struct hog *h)
+bool cpuhog_i_poll_offer(struct hog *h)
 {
 	struct poller *p = h->poll;
 	uint64_t end;
@@ -334,10 +334,10 @@ bool poll_offer(struct hog *h)
 		return false;
 	if (!poller_live(p))
 		goto fallback;
-	end = now_ns() + CLAIM_NS;
+	end = cpuhog_i_now_ns() + CLAIM_NS;
 	while (atomic_load(&h->sleeping)) {
 		cpu_relax();
-		if (now_ns() > end)
+		if (cpuhog_i_now_ns() > end)
 			goto fallback;
 	}
 	return true;
@@ -349,7 +349,7 @@ fallback:
 /* The hog's side, after each batch: count it, and a poller parked for
  * want of work (poll_ns) polls again.  One that stepped aside or is away
  * stays parked: a busy CPU must not see it back at each call. */
-void poll_unpark(struct hog *h)
+void cpuhog_i_poll_unpark(struct hog *h)
 {
 	struct poller *p = h->poll;
 	uint32_t idle = PARKED_IDLE;
@@ -359,7 +359,7 @@ void poll_unpark(struct hog *h)
 	atomic_fetch_add_explicit(&p->batches, 1, memory_order_relaxed);
 	if (atomic_load(&p->parked) == PARKED_IDLE &&
 	    atomic_compare_exchange_strong(&p->parked, &idle, POLLING))
-		futex_wake(&p->parked, 1);
+		cpuhog_i_futex_wake(&p->parked, 1);
 }
 
 /* Whether @h's poller acknowledged generation @gen. */
@@ -375,7 +375,7 @@ static bool acked(struct hog *h, uint32_t gen)
  * of c->msel[0..n) that run now acknowledge a new generation.  Leaves in
  * c->msel those that did not (their hogs must run) and returns how many.
  */
-unsigned int poll_sync(struct ctx *c, unsigned int n)
+unsigned int cpuhog_i_poll_sync(struct ctx *c, unsigned int n)
 {
 	uint32_t gen;
 	uint64_t end;
@@ -388,7 +388,7 @@ unsigned int poll_sync(struct ctx *c, unsigned int n)
 	gen = atomic_fetch_add(&c->sync_gen, 1) + 1;
 	for (i = 0; i < n; i++)
 		asked += c->msel[i]->poll && poller_live(c->msel[i]->poll);
-	end = now_ns() + (asked ? CLAIM_NS : 0);
+	end = cpuhog_i_now_ns() + (asked ? CLAIM_NS : 0);
 	do {
 		for (i = left = 0; i < n; i++)
 			if (!acked(c->msel[i], gen))
@@ -396,7 +396,7 @@ unsigned int poll_sync(struct ctx *c, unsigned int n)
 		atomic_fetch_add_explicit(&c->poll_sync_acks, n - left,
 					  memory_order_relaxed);
 		n = left;
-	} while (n && now_ns() < end && (cpu_relax(), true));
+	} while (n && cpuhog_i_now_ns() < end && (cpu_relax(), true));
 	return n;
 }
 
@@ -433,7 +433,7 @@ static struct poller *poller_new(struct hog *h)
 	return p;
 }
 
-int poll_start(struct hog *h)
+int cpuhog_i_poll_start(struct hog *h)
 {
 	struct sched_param sp = { 0 };
 	struct poller *p = poller_new(h);
@@ -454,8 +454,8 @@ int poll_start(struct hog *h)
 	pthread_attr_setschedpolicy(&pa, SCHED_OTHER);
 	pthread_attr_setschedparam(&pa, &sp);
 	/* away with its hog, where the CPU cannot be had now (away()) */
-	r = thread_start(&p->thread, &pa, h->masksize, p->mask,
-			 h->ctx->possible, poller_main, p);
+	r = cpuhog_i_thread_start(&p->thread, &pa, h->masksize, p->mask,
+				  h->ctx->possible, poller_main, p);
 	pthread_attr_destroy(&pa);
 	if (r < 0) {
 		poller_free(p);
@@ -473,7 +473,7 @@ static void poll_tell_stop(struct poller *p)
 {
 	atomic_store(&p->stop, true);
 	if (atomic_exchange(&p->parked, POLLING))
-		futex_wake(&p->parked, 1);
+		cpuhog_i_futex_wake(&p->parked, 1);
 }
 
 /* A poller must run to stop (design note: Exit): the lowest real-time
@@ -523,8 +523,8 @@ static bool running(struct hog *h)
  * hogs spin on every CPU) the exit kills.  Calls made after this (other
  * destructors) wake their hogs themselves.
  */
-void poll_exit_all(struct hog *hogs, unsigned int n,
-		   const struct timespec *until)
+void cpuhog_i_poll_exit_all(struct hog *hogs, unsigned int n,
+			    const struct timespec *until)
 {
 	struct timespec nap = { 0, 50000 };
 	unsigned int i, gone;
@@ -544,8 +544,9 @@ void poll_exit_all(struct hog *hogs, unsigned int n,
 }
 
 /* Stop @h's poller and join it.  Its memory stays until ctx_free()
- * (poll_forget()): the hog, still running, may read it after a batch. */
-void poll_stop(struct hog *h)
+ * (cpuhog_i_poll_forget()): the hog, still running, may read it after a batch.
+ */
+void cpuhog_i_poll_stop(struct hog *h)
 {
 	struct timespec nap = { 0, 50000 };
 	struct poller *p = h->poll;
@@ -561,7 +562,7 @@ void poll_stop(struct hog *h)
 
 /* The poller's memory, its thread stopped or never in this process (a
  * forked child's inherited context). */
-void poll_forget(struct hog *h)
+void cpuhog_i_poll_forget(struct hog *h)
 {
 	if (h->poll)
 		poller_free(h->poll);
@@ -570,7 +571,7 @@ void poll_forget(struct hog *h)
 
 /* Polling now: not parked, and a beat within a tick (running, or about
  * to run again). */
-bool poll_polling(const struct hog *h)
+bool cpuhog_i_poll_polling(const struct hog *h)
 {
 	struct poller *p = h->poll;
 	uint64_t beat;
@@ -578,12 +579,13 @@ bool poll_polling(const struct hog *h)
 	if (!p || !atomic_load(&p->on))
 		return false;
 	beat = atomic_load_explicit(&p->beat, memory_order_relaxed);
-	return beat && (int64_t)(now_ns() - beat) < 10000000 &&
+	return beat && (int64_t)(cpuhog_i_now_ns() - beat) < 10000000 &&
 	       atomic_load(&p->parked) == POLLING;
 }
 
 /* The wakes the pollers took, and those they left to the producers. */
-void poll_counts(const struct ctx *c, uint64_t *claims, uint64_t *fallbacks)
+void cpuhog_i_poll_counts(const struct ctx *c, uint64_t *claims,
+			  uint64_t *fallbacks)
 {
 	unsigned int i;
 

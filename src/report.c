@@ -46,7 +46,7 @@ static void say(struct hog *h, cpuhog_fn_t fn, const char *what,
 	char msg[512], name[256];
 	int n;
 
-	symbol_describe(*(void **)&fn, name, sizeof(name));
+	cpuhog_i_symbol_describe(*(void **)&fn, name, sizeof(name));
 	n = snprintf(msg, sizeof(msg), "cpuhog: callback %s on CPU %u %s%s\n",
 		     name, h->cpu, what, tail);
 	/* write(2), not stdio: a hog must not queue behind a FILE lock held
@@ -63,16 +63,16 @@ static void say(struct hog *h, cpuhog_fn_t fn, const char *what,
  * switched out at all).  A callback that faults often and sleeps once
  * can hide the sleep, and a major fault (disk I/O) counts as sleeping.
  */
-void check_begin(struct hog *h, struct check *ck)
+void cpuhog_i_check_begin(struct hog *h, struct check *ck)
 {
-	sw_now(h, &ck->sw);
-	ck->t0 = now_ns();
+	cpuhog_i_sw_now(h, &ck->sw);
+	ck->t0 = cpuhog_i_now_ns();
 }
 
-void check_end(struct hog *h, cpuhog_fn_t fn, const struct check *ck)
+void cpuhog_i_check_end(struct hog *h, cpuhog_fn_t fn, const struct check *ck)
 {
-	uint64_t dt = now_ns() - ck->t0;
-	long slept = sw_slept_since(h, &ck->sw);
+	uint64_t dt = cpuhog_i_now_ns() - ck->t0;
+	long slept = cpuhog_i_sw_slept_since(h, &ck->sw);
 	struct ctx *c = h->ctx;
 	char what[96];
 
@@ -102,7 +102,7 @@ void check_end(struct hog *h, cpuhog_fn_t fn, const struct check *ck)
 		}
 	}
 	if (slept > 0 || dt > c->overrun_ns)
-		sw_forget(h); /* what we did here may have faulted */
+		cpuhog_i_sw_forget(h); /* what we did here may have faulted */
 }
 
 /*
@@ -113,7 +113,7 @@ static bool thread_pending(struct hog *h, uint64_t *mask)
 {
 	char buf[4096], *p;
 
-	if (!read_status(h->status_fd, buf, sizeof(buf)))
+	if (!cpuhog_i_read_status(h->status_fd, buf, sizeof(buf)))
 		return false;
 	p = strstr(buf, "\nSigPnd:");
 	if (!p)
@@ -145,7 +145,7 @@ static bool take(int sig, siginfo_t *si)
  * a hog's callback work makes it after publishing the completion, a
  * stop's fn before (hog.c, stop_machine.c).
  */
-void redirect_signals(struct hog *h)
+void cpuhog_i_redirect_signals(struct hog *h)
 {
 	uint64_t pending = 0, mine;
 	siginfo_t si[32];

@@ -36,7 +36,7 @@ static int nothing(void *arg)
 
 	/* relaxed: the work's completion, which the caller acquires,
 	 * publishes it */
-	if (cpuhog_self->off_cpu)
+	if (cpuhog_i_self->off_cpu)
 		atomic_store_explicit(away, true, memory_order_relaxed);
 	return 0;
 }
@@ -83,7 +83,7 @@ static uint64_t seq_snap(struct ctx *c)
 }
 
 /*
- * multi_wait()'s poll for a pass: it gives up, as a stop does, once no
+ * cpuhog_i_multi_wait()'s poll for a pass: it gives up, as a stop does, once no
  * hog has answered for stop_timeout_ns (a CPU held by someone else),
  * not while many answer slowly (an overcommitted VM).
  */
@@ -94,7 +94,7 @@ static int sync_poll(struct ctx *c, bool timed_out, uint64_t *deadline)
 
 	if (left != c->sync_left) {
 		c->sync_left = left;
-		*deadline = deadline_in(c->stop_timeout_ns);
+		*deadline = cpuhog_i_deadline_in(c->stop_timeout_ns);
 		return 0;
 	}
 	return timed_out ? -ETIMEDOUT : 0;
@@ -113,7 +113,7 @@ static unsigned int sync_select(struct ctx *c, int me, bool *away)
 
 		if ((int)h->cpu == me)
 			continue;
-		if (!hog_usable(c, h)) {
+		if (!cpuhog_i_hog_usable(c, h)) {
 			*away = true;
 			continue;
 		}
@@ -123,7 +123,7 @@ static unsigned int sync_select(struct ctx *c, int me, bool *away)
 	return n;
 }
 
-/* poll_sync(); with a report (@o), the CPUs whose poller answered into
+/* cpuhog_i_poll_sync(); with a report (@o), the CPUs whose poller answered into
  * c->mscratch, and when (*@acked_at). */
 static unsigned int sync_polled(struct ctx *c, unsigned int n,
 				struct stop_outcome *o, uint64_t *acked_at)
@@ -132,14 +132,14 @@ static unsigned int sync_polled(struct ctx *c, unsigned int n,
 	unsigned int i, left;
 
 	if (!o)
-		return poll_sync(c, n);
+		return cpuhog_i_poll_sync(c, n);
 	CPU_ZERO_S(sz, c->mscratch);
 	for (i = 0; i < n; i++)
 		CPU_SET_S(c->msel[i]->cpu, sz, c->mscratch);
-	left = poll_sync(c, n);
+	left = cpuhog_i_poll_sync(c, n);
 	for (i = 0; i < left; i++)
 		CPU_CLR_S(c->msel[i]->cpu, sz, c->mscratch);
-	*acked_at = now_ns();
+	*acked_at = cpuhog_i_now_ns();
 	return left;
 }
 
@@ -158,15 +158,16 @@ static void sync_report(struct ctx *c, struct stop_outcome *o, int me,
 
 	o->tries = 1;
 	o->ended = r ? STOP_TIMEDOUT : STOP_RAN;
-	if (me >= 0 && hog_of(c, (unsigned int)me))
-		call_report_cpu(o, (unsigned int)me, passed, t0, t0);
+	if (me >= 0 && cpuhog_i_hog_of(c, (unsigned int)me))
+		cpuhog_i_call_report_cpu(o, (unsigned int)me, passed, t0, t0);
 	for (i = 0; i < c->nr_hogs; i++) {
 		unsigned int cpu = c->by_topo[i]->cpu;
 
 		if (CPU_ISSET_S(cpu, sz, c->mscratch))
-			call_report_cpu(o, cpu, passed, acked_at, acked_at);
+			cpuhog_i_call_report_cpu(o, cpu, passed, acked_at,
+						 acked_at);
 	}
-	call_report_hogs(c, n, pushed, o);
+	cpuhog_i_call_report_hogs(c, n, pushed, o);
 }
 
 /* One pass: every hogged CPU but ours through the scheduler, or its
@@ -176,8 +177,8 @@ static void sync_report(struct ctx *c, struct stop_outcome *o, int me,
 static int sync_pass(struct ctx *c, struct stop_outcome *o)
 {
 	uint64_t seq = atomic_load_explicit(&c->sync_seq, memory_order_relaxed);
-	uint64_t deadline = deadline_in(c->stop_timeout_ns);
-	uint64_t t0 = o ? now_ns() : 0, acked_at = 0;
+	uint64_t deadline = cpuhog_i_deadline_in(c->stop_timeout_ns);
+	uint64_t t0 = o ? cpuhog_i_now_ns() : 0, acked_at = 0;
 	unsigned int n;
 	bool away = false;
 	int64_t gen;
@@ -195,19 +196,19 @@ static int sync_pass(struct ctx *c, struct stop_outcome *o)
 	me = sched_getcpu();
 	n = sync_select(c, me, &away);
 	n = sync_polled(c, n, o, &acked_at); /* poll mode: pollers answer */
-	gen = n ? multi_reserve(c, n, deadline) : -1;
+	gen = n ? cpuhog_i_multi_reserve(c, n, deadline) : -1;
 	if (gen == -ETIMEDOUT)
 		r = -ETIMEDOUT;
 	if (gen >= 0) {
 		if (o)
-			call_report_arm(c, n);
+			cpuhog_i_call_report_arm(c, n);
 		/* internal: a hog off its CPU runs it too (see nothing()) */
 		atomic_store_explicit(&c->sync_away, false,
 				      memory_order_relaxed);
-		multi_push(c, n, (uint32_t)gen, nothing, &c->sync_away,
-			   W_F_INTERNAL | (o ? W_F_TIMED : 0));
+		cpuhog_i_multi_push(c, n, (uint32_t)gen, nothing, &c->sync_away,
+				    W_F_INTERNAL | (o ? W_F_TIMED : 0));
 		c->sync_left = n;
-		r = multi_wait(c, deadline, sync_poll);
+		r = cpuhog_i_multi_wait(c, deadline, sync_poll);
 		away |= atomic_load_explicit(&c->sync_away,
 					     memory_order_relaxed);
 	}
@@ -216,8 +217,8 @@ static int sync_pass(struct ctx *c, struct stop_outcome *o)
 	c->sync_failed = r < 0;
 	if (o)
 		sync_report(c, o, me, t0, acked_at, n, gen >= 0, r);
-	/* release: the pass's acknowledgements (multi_wait()'s acquire)
-	 * before its end, for the callers it served */
+	/* release: the pass's acknowledgements (cpuhog_i_multi_wait()'s
+	 * acquire) before its end, for the callers it served */
 	atomic_store_explicit(&c->sync_seq, seq + 2, memory_order_release);
 	return r;
 }
@@ -235,19 +236,19 @@ static __attribute__((noinline)) int synchronize(struct stop_outcome *o)
 	int r;
 
 	PROBE0(hog_synchronize_entry);
-	if (cpuhog_self)
+	if (cpuhog_i_self)
 		r = -EDEADLK;
 	else
-		c = call_enter(&r);
+		c = cpuhog_i_call_enter(&r);
 	if (!c) {
-		r = o ? stop_report_end(NULL, o, r) : r;
+		r = o ? cpuhog_i_stop_report_end(NULL, o, r) : r;
 		PROBE1(hog_synchronize_return, r);
 		return r;
 	}
 	/* our accesses before the call, before the snapshot's load */
 	atomic_thread_fence(memory_order_seq_cst);
 	want = seq_snap(c);
-	multi_lock(c, false);
+	cpuhog_i_multi_lock(c, false);
 	/* acquire: pairs with sync_pass()'s release of the pass's end */
 	/* a pass that timed out served nobody: make one of our own */
 	r = atomic_load_explicit(&c->sync_seq, memory_order_acquire) < want ||
@@ -257,9 +258,9 @@ static __attribute__((noinline)) int synchronize(struct stop_outcome *o)
 	/* acquire side of the barrier: pairs with each hog's release */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (o) /* where a CPU never came, who ran there, from /proc */
-		stop_report_end(c, o, r);
-	multi_unlock(c);
-	call_leave();
+		cpuhog_i_stop_report_end(c, o, r);
+	cpuhog_i_multi_unlock(c);
+	cpuhog_i_call_leave();
 	PROBE1(hog_synchronize_return, r);
 	return r;
 }
@@ -273,7 +274,7 @@ int hog_synchronize_report(struct cpuhog_report *rep)
 {
 	struct stop_outcome o;
 
-	if (stop_report_begin(&o, rep) < 0)
+	if (cpuhog_i_stop_report_begin(&o, rep) < 0)
 		return -EINVAL;
 	return synchronize(rep ? &o : NULL);
 }
@@ -317,7 +318,7 @@ static int migrate_cpu(void *arg)
 {
 	struct migration *m = arg;
 
-	if (cpuhog_self && cpuhog_self->off_cpu)
+	if (cpuhog_i_self && cpuhog_i_self->off_cpu)
 		return 1; /* that CPU went away: the caller moves it */
 	if (sched_setaffinity(m->tid, m->setsize, m->set) == 0)
 		return 0;
@@ -361,7 +362,7 @@ static int do_migrate(struct ctx *c, struct migration *m, unsigned int cpu)
 {
 	struct work w = { .fn = migrate_cpu, .arg = m, .flags = W_F_INTERNAL };
 	int src = last_cpu(m->tid);
-	struct hog *h = src >= 0 ? hog_of(c, (unsigned int)src) : NULL;
+	struct hog *h = src >= 0 ? cpuhog_i_hog_of(c, (unsigned int)src) : NULL;
 	int r;
 
 	CPU_ZERO_S(m->setsize, m->set);
@@ -370,8 +371,8 @@ static int do_migrate(struct ctx *c, struct migration *m, unsigned int cpu)
 		return migrate_cpu(m); /* the kernel's stopper moves it */
 	w.cpu = h->cpu;
 	atomic_init(&w.state, W_QUEUED);
-	queue_work(h, &w);
-	r = work_wait(&w, false, 0);
+	cpuhog_i_queue_work(h, &w);
+	r = cpuhog_i_work_wait(&w, false, 0);
 	return r == 1 ? migrate_cpu(m) : r;
 }
 
@@ -381,11 +382,11 @@ static int migrate(pid_t tid, unsigned int cpu)
 	struct ctx *c;
 	int r;
 
-	if (cpuhog_self)
+	if (cpuhog_i_self)
 		return -EDEADLK;
 	if (tid < 0)
 		return -ESRCH;
-	c = call_enter(&r);
+	c = cpuhog_i_call_enter(&r);
 	if (!c)
 		return r;
 	m.tid = tid ? tid : gettid();
@@ -393,7 +394,7 @@ static int migrate(pid_t tid, unsigned int cpu)
 	m.set = CPU_ALLOC(c->nr_cpu_ids);
 	if (!m.set)
 		r = -ENOMEM;
-	else if (!hog_of(c, cpu))
+	else if (!cpuhog_i_hog_of(c, cpu))
 		r = -ENOENT;
 	else if (!own_thread(m.tid))
 		r = -ESRCH;
@@ -404,7 +405,7 @@ static int migrate(pid_t tid, unsigned int cpu)
 	else
 		r = do_migrate(c, &m, cpu);
 	CPU_FREE(m.set);
-	call_leave();
+	cpuhog_i_call_leave();
 	return r;
 }
 

@@ -83,7 +83,7 @@ static int open_lock_file(void)
 			       : -1;
 }
 
-bool stop_lock_open(void)
+bool cpuhog_i_stop_lock_open(void)
 {
 	int fd;
 
@@ -128,15 +128,15 @@ static bool busy(void)
  * of the machine).  No cancellation point inside: a thread
  * cancelled in a nap would leave W, and the caller's multi_lock, held.
  */
-int stop_lock(uint64_t timeout_ns, bool *waited)
+int cpuhog_i_stop_lock(uint64_t timeout_ns, bool *waited)
 {
 	int fd = atomic_load_explicit(&g_fd, memory_order_relaxed);
 	bool huge = timeout_ns > NO_DEADLINE / 8;
 	uint64_t nap = NAP_MIN_NS,
-		 alone = huge ? NO_DEADLINE : deadline_in(timeout_ns),
+		 alone = huge ? NO_DEADLINE : cpuhog_i_deadline_in(timeout_ns),
 		 deadline = atomic_load(&g_overdue) ? 0
-			    : huge		     ? NO_DEADLINE
-						     : deadline_in(4 * timeout_ns);
+			    : huge		    ? NO_DEADLINE
+				   : cpuhog_i_deadline_in(4 * timeout_ns);
 	bool first = false; /* we hold W: the first waiter */
 	int r = 0, was;
 
@@ -144,9 +144,9 @@ int stop_lock(uint64_t timeout_ns, bool *waited)
 	if (fd < 0)
 		return 1; /* unserialized */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &was);
-	while (ofd_lock(fd, F_WRLCK, M, first || now_ns() >= alone ? 1 : 2) <
-	       0) {
-		if (!busy() || now_ns() >= deadline) {
+	while (ofd_lock(fd, F_WRLCK, M,
+			first || cpuhog_i_now_ns() >= alone ? 1 : 2) < 0) {
+		if (!busy() || cpuhog_i_now_ns() >= deadline) {
 			r = busy() ? -ETIMEDOUT : 1;
 			break;
 		}
@@ -164,7 +164,7 @@ int stop_lock(uint64_t timeout_ns, bool *waited)
 	return r;
 }
 
-void stop_unlock(void)
+void cpuhog_i_stop_unlock(void)
 {
 	int fd = atomic_load_explicit(&g_fd, memory_order_relaxed);
 

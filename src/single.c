@@ -43,21 +43,21 @@ static int one_cpu(unsigned int cpu, cpuhog_fn_t fn, void *arg)
 
 	if (!fn)
 		return -EINVAL;
-	if (cpuhog_self)
+	if (cpuhog_i_self)
 		return -EDEADLK;
-	c = call_enter(&err);
+	c = cpuhog_i_call_enter(&err);
 	if (!c)
 		return err;
-	h = hog_of(c, cpu);
-	err = !h ? -ENOENT : call_exclusive(c);
+	h = cpuhog_i_hog_of(c, cpu);
+	err = !h ? -ENOENT : cpuhog_i_call_exclusive(c);
 	if (err) {
-		call_leave();
+		cpuhog_i_call_leave();
 		return err;
 	}
 	atomic_init(&w.state, W_QUEUED);
-	queue_work(h, &w);
-	err = work_wait(&w, may_spin(cpu), c->spin_ns);
-	call_leave();
+	cpuhog_i_queue_work(h, &w);
+	err = cpuhog_i_work_wait(&w, may_spin(cpu), c->spin_ns);
+	cpuhog_i_call_leave();
 	return err;
 }
 
@@ -85,17 +85,17 @@ bool hog_one_cpu_nowait(unsigned int cpu, cpuhog_fn_t fn, void *arg,
 	s = atomic_load_explicit(&w->state, memory_order_relaxed);
 	if (s != W_IDLE && s != W_DONE)
 		return false;
-	c = ctx_get(&err);
+	c = cpuhog_i_ctx_get(&err);
 	if (!c)
 		return false;
-	h = hog_of(c, cpu);
+	h = cpuhog_i_hog_of(c, cpu);
 	/* acquire: a previous run's hog is done with the buffer.  The CAS
 	 * also settles two callers racing for one buffer. */
-	if (!h || call_exclusive(c) ||
-	    !atomic_compare_exchange_strong_explicit(
-			  &w->state, &s, W_QUEUED, memory_order_acquire,
-			  memory_order_relaxed)) {
-		ctx_put();
+	if (!h || cpuhog_i_call_exclusive(c) ||
+	    !atomic_compare_exchange_strong_explicit(&w->state, &s, W_QUEUED,
+						     memory_order_acquire,
+						     memory_order_relaxed)) {
+		cpuhog_i_ctx_put();
 		return false;
 	}
 	w->fn = fn;
@@ -105,11 +105,12 @@ bool hog_one_cpu_nowait(unsigned int cpu, cpuhog_fn_t fn, void *arg,
 	w->flags = 0;
 	/* relaxed, both: only a fork changes g_epoch, and only in the
 	 * child; a reader of the buffer's epoch compares it with that */
-	atomic_store_explicit(&w->epoch,
-			      atomic_load_explicit(&g_epoch, memory_order_relaxed),
-			      memory_order_relaxed);
-	queue_work(h, w);
-	ctx_put();
+	atomic_store_explicit(
+		&w->epoch,
+		atomic_load_explicit(&cpuhog_i_epoch, memory_order_relaxed),
+		memory_order_relaxed);
+	cpuhog_i_queue_work(h, w);
+	cpuhog_i_ctx_put();
 	return true;
 }
 
@@ -121,7 +122,7 @@ static bool forked_away(struct work *w, uint32_t s)
 {
 	if ((s & W_STATE) != W_QUEUED ||
 	    atomic_load_explicit(&w->epoch, memory_order_relaxed) ==
-		    atomic_load_explicit(&g_epoch, memory_order_relaxed))
+		    atomic_load_explicit(&cpuhog_i_epoch, memory_order_relaxed))
 		return false;
 	w->ret = -ENOENT;
 	w->ran = 0;
@@ -143,13 +144,13 @@ int hog_work_wait(struct cpuhog_work *work_buf)
 	/* from hog context, or from a handler whose thread is inside a
 	 * call: perhaps the very hog_one_cpu_nowait() that marked this
 	 * buffer queued and has not pushed it yet */
-	if (cpuhog_self || in_call || ctx_held)
+	if (cpuhog_i_self || cpuhog_i_in_call || cpuhog_i_ctx_held)
 		return -EDEADLK;
 	if (forked_away(w, s))
 		return -ENOENT;
-	return work_wait(w, may_spin(w->cpu),
-			 atomic_load_explicit(&g_spin_ns,
-					      memory_order_relaxed));
+	return cpuhog_i_work_wait(
+		w, may_spin(w->cpu),
+		atomic_load_explicit(&cpuhog_i_spin_ns, memory_order_relaxed));
 }
 
 bool hog_work_done(const struct cpuhog_work *work_buf)
@@ -158,8 +159,10 @@ bool hog_work_done(const struct cpuhog_work *work_buf)
 
 	/* acquire: so that a following hog_work_wait() reads the result.
 	 * A buffer never queued is "done": waiting returns at once. */
-	return !w || (atomic_load_explicit(&w->state, memory_order_acquire) &
-		      W_STATE) != W_QUEUED ||
+	return !w ||
+	       (atomic_load_explicit(&w->state, memory_order_acquire) &
+		W_STATE) != W_QUEUED ||
 	       atomic_load_explicit(&w->epoch, memory_order_relaxed) !=
-		       atomic_load_explicit(&g_epoch, memory_order_relaxed);
+		       atomic_load_explicit(&cpuhog_i_epoch,
+					    memory_order_relaxed);
 }

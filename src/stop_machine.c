@@ -26,8 +26,8 @@
  * the caller's one wake, which its own CPU's hog may answer before the
  * caller runs again); a lost hold (a hog of the stop off its CPU, or
  * quiet and no longer pinned: the kernel moves it, perhaps behind a hog
- * of ours at its priority); fn past overrun_ns (blocked on what a held CPU's thread
- * owns, it would spin the others until RT throttling).  Before RUN the
+ * of ours at its priority); fn past overrun_ns (blocked on what a held CPU's
+ * thread owns, it would spin the others until RT throttling).  Before RUN the
  * stop gives up; in RUN the others sleep until fn returns
  * (holds_released).  PREPARE spins briefly, then sleeps: the caller may
  * still be queueing, perhaps on this hog's CPU.
@@ -37,15 +37,15 @@
  * happen.  fn ran iff it reached EXIT, on the hogs whose ran_gen is the
  * call's.  A stale hog of an abandoned call (queued behind a CPU held by
  * someone else) finds another generation and leaves; no generation comes
- * round while one is queued (multi_reserve()).  No deadlock: a hog spins
- * only once all arrived on their CPUs, and only until the next phase, the
+ * round while one is queued (cpuhog_i_multi_reserve()).  No deadlock: a hog
+ * spins only once all arrived on their CPUs, and only until the next phase, the
  * deadline or a lost hold; in RUN it waits for fn, which the hold limits
  * bound.  Nothing here allocates, creates threads or does I/O but the
  * lock's fcntl().  tests/model/stop.pml models this loop (make check).
  *
  * Kernel entries of a stop on 2 CPUs (tests/test_entries.c), 4 + 4: the
- * caller's lock (two fcntl()), unlock and one wake, of its own CPU's hog, which wakes
- * the other; each hog's futex wait, and where fn runs its signal check.
+ * caller's lock (two fcntl()), unlock and one wake, of its own CPU's hog, which
+ * wakes the other; each hog's futex wait, and where fn runs its signal check.
  * Spinning makes none; a quiet hog costs a sched_getaffinity() per
  * QUIET_NS, made by whichever hog claims the look.
  */
@@ -100,9 +100,10 @@ static bool transition(struct stop_state *st, uint64_t *v, uint64_t nv)
 	if (PHASE(*v) == PHASE(nv))
 		return true; /* a count: nobody sleeps on those */
 	PROBE2(stop_phase, GEN(nv), PHASE(nv));
-	wait_kick(&st->wake); /* the hogs' (await()) */
+	cpuhog_i_wait_kick(&st->wake); /* the hogs' (await()) */
 	if (PHASE(nv) >= PH_TIMEDOUT)
-		wait_kick(&st->ctx->group.seq); /* the caller may sleep */
+		/* the caller may sleep */
+		cpuhog_i_wait_kick(&st->ctx->group.seq);
 	return true;
 }
 
@@ -121,7 +122,7 @@ static void abandon(struct stop_state *st, uint32_t gen, unsigned int why)
 static void extend(struct stop_state *st)
 {
 	uint64_t d = RELAXED(&st->deadline);
-	uint64_t nd = deadline_in(RELAXED(&st->timeout_ns));
+	uint64_t nd = cpuhog_i_deadline_in(RELAXED(&st->timeout_ns));
 
 	while (d < nd && !atomic_compare_exchange_weak_explicit(
 				 &st->deadline, &d, nd, memory_order_relaxed,
@@ -145,7 +146,7 @@ static bool past_deadline(struct stop_state *st, uint64_t t)
 /* Acknowledge phase @ph of call @gen; the last one moves the word on. */
 static void ack(struct stop_state *st, uint32_t gen, unsigned int ph)
 {
-	uint64_t v = LOAD(st), nv, t = ph == PH_CHECK ? now_ns() : 0;
+	uint64_t v = LOAD(st), nv, t = ph == PH_CHECK ? cpuhog_i_now_ns() : 0;
 
 	if (ph < PH_RUN && GEN(v) == gen)
 		extend(st);
@@ -208,9 +209,10 @@ static bool hold_lost(struct stop_state *st, struct hog *h, uint32_t gen,
 			    memory_order_relaxed))
 			continue;
 		h->look_at = (h->look_at + i + 1) % nr;
-		if (affine_only(x->tid, h->masksize, h->mask, x->cpu))
+		if (cpuhog_i_affine_only(x->tid, h->masksize, h->mask, x->cpu))
 			return false;
-		hogs_look_again(); /* a widened mask: it re-pins itself */
+		cpuhog_i_hogs_look_again(); /* a widened mask: it re-pins itself
+					     */
 		return release_hold(st, gen, STOP_LOST);
 	}
 	return false;
@@ -238,15 +240,16 @@ static void stamp(_Atomic uint64_t *at, uint64_t t)
 static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
 		      unsigned int ph)
 {
-	struct wait w = WAIT(&st->wake, 1,
-			     rules[ph].sleeps
-				     ? deadline_in(RELAXED(&st->spin_ns))
-				     : NO_DEADLINE,
-			     RELAXED(&st->deadline));
+	struct wait w = WAIT(
+		&st->wake, 1,
+		rules[ph].sleeps ? cpuhog_i_deadline_in(RELAXED(&st->spin_ns))
+				 : NO_DEADLINE,
+		RELAXED(&st->deadline));
 	uint64_t look = 0, t = 0, v;
 	unsigned int a;
 
-	for (; GEN(v = LOAD(st)) == gen && PHASE(v) == ph; t = wait_turn(&w)) {
+	for (; GEN(v = LOAD(st)) == gen && PHASE(v) == ph;
+	     t = cpuhog_i_wait_turn(&w)) {
 		if (!t || t < look)
 			continue;
 		look = rules[ph].sleeps ? 0 : t + LOOK_NS;
@@ -286,17 +289,17 @@ static void call_fn(struct stop_state *st, struct hog *h, uint32_t gen)
 		       : !(h->slot.flags & W_F_RUNS_FN))
 		return;
 	if (check)
-		check_begin(h, &ck);
+		cpuhog_i_check_begin(h, &ck);
 	if (!on_own_cpu(h))
 		return;
 	PROBE3(stop_fn_start, h->cpu, st->fn, gen);
 	r = st->fn(st->data);
 	PROBE3(stop_fn_end, h->cpu, st->fn, r);
 	if (check)
-		check_end(h, st->fn, &ck);
+		cpuhog_i_check_end(h, st->fn, &ck);
 	if (!on_own_cpu(h))
 		release_hold(st, gen, STOP_LOST);
-	redirect_signals(h);
+	cpuhog_i_redirect_signals(h);
 	/* relaxed, both: the RUN -> EXIT transition publishes them */
 	SET(&h->ran_gen, gen);
 	if (r) /* the first non-zero */
@@ -310,14 +313,14 @@ static void call_fn(struct stop_state *st, struct hog *h, uint32_t gen)
 static int stop_cpu(void *arg)
 {
 	struct stop_state *st = arg;
-	struct hog *h = cpuhog_self;
+	struct hog *h = cpuhog_i_self;
 	uint32_t gen = h->slot.gen;
 	uint64_t v = LOAD(st);
 	unsigned int ph = 0;
 
 	while (GEN(v) == gen && PHASE(v) > ph && PHASE(v) < PH_EXIT) {
 		ph = PHASE(v);
-		SET(&h->beat, now_ns());
+		SET(&h->beat, cpuhog_i_now_ns());
 		SET(&h->held_gen, gen);
 		if ((ph == PH_PREPARE || ph == PH_CHECK) &&
 		    (h->off_cpu || !on_own_cpu(h))) { /* the set is fixed */
@@ -326,30 +329,32 @@ static int stop_cpu(void *arg)
 		}
 		if (RELAXED(&st->timing) && (ph == PH_PREPARE || ph == PH_HOLD))
 			stamp(ph == PH_PREPARE ? &h->t_arrived : &h->t_held,
-			      now_ns());
+			      cpuhog_i_now_ns());
 		if (ph == PH_RUN && on_own_cpu(h))
 			call_fn(st, h, gen);
 		ack(st, gen, ph);
 		v = await(st, h, gen, ph);
 	}
 	if (ph && RELAXED(&st->timing))
-		stamp(&h->t_released, now_ns());
-	serialize_core(); /* code fn rewrote is safe to run from here on */
+		stamp(&h->t_released, cpuhog_i_now_ns());
+	cpuhog_i_serialize_core(); /* code fn rewrote is safe to run from here
+				      on */
 	/* which core that was: the caller's look (relaxed: the work's
 	 * completion publishes it) */
 	SET(&h->serialized_at, (uint64_t)gen << 32 | (uint32_t)sched_getcpu());
 	return 0;
 }
 
-/* multi_wait()'s poll: end the wait once abandoned; before RUN, wait to
- * the deadline (a step moves it on), then abandon; RUN is waited out. */
+/* cpuhog_i_multi_wait()'s poll: end the wait once abandoned; before RUN, wait
+ * to the deadline (a step moves it on), then abandon; RUN is waited out. */
 static int stop_poll(struct ctx *c, bool timed_out, uint64_t *deadline)
 {
 	struct stop_state *st = c->stop;
 	uint64_t v = LOAD(st);
 
 	*deadline = PHASE(v) >= PH_RUN ? NO_DEADLINE : RELAXED(&st->deadline);
-	if (timed_out && PHASE(v) < PH_RUN && past_deadline(st, now_ns()))
+	if (timed_out && PHASE(v) < PH_RUN &&
+	    past_deadline(st, cpuhog_i_now_ns()))
 		abandon(st, GEN(v), PH_TIMEDOUT);
 	return PHASE(LOAD(st)) >= PH_TIMEDOUT ? -ECANCELED : 0;
 }
@@ -360,8 +365,8 @@ static int stop_once(struct ctx *c, unsigned int n, bool fn_one,
 		     struct stop_outcome *o)
 {
 	struct stop_state *st = c->stop;
-	uint64_t deadline = deadline_in(c->stop_timeout_ns);
-	int64_t gen = multi_reserve(c, n, deadline);
+	uint64_t deadline = cpuhog_i_deadline_in(c->stop_timeout_ns);
+	int64_t gen = cpuhog_i_multi_reserve(c, n, deadline);
 	unsigned int i, ph;
 
 	o->tries++;
@@ -377,16 +382,16 @@ static int stop_once(struct ctx *c, unsigned int n, bool fn_one,
 	 * reserve waited out, may have stamped its hog's times */
 	o->pushed = true;
 	if (o->rep)
-		stop_report_arm(c, n, true);
+		cpuhog_i_stop_report_arm(c, n, true);
 	for (i = 0; i < n; i++)
 		o->fn_want += fn_one ? i == 0 : !!(c->mflags[i] & W_F_RUNS_FN);
 	st->fn_one = fn_one;
-	/* relaxed, all: multi_push()'s seq_cst pushes publish them.  The
-	 * deadline counts from the push, after which the caller makes one
+	/* relaxed, all: cpuhog_i_multi_push()'s seq_cst pushes publish them.
+	 * The deadline counts from the push, after which the caller makes one
 	 * wake (wake.c): a hog that comes must never find none set, since
 	 * the caller, preempted by its own CPU's hog, may not run again
 	 * before the others spin in HOLD */
-	SET(&st->deadline, deadline_in(c->stop_timeout_ns));
+	SET(&st->deadline, cpuhog_i_deadline_in(c->stop_timeout_ns));
 	/* a release of an earlier call must not read as this one's: the
 	 * serial-number order of release_hold() starts here */
 	SET(&st->released, (uint32_t)gen - 1);
@@ -397,16 +402,16 @@ static int stop_once(struct ctx *c, unsigned int n, bool fn_one,
 	SET(&st->run_at, 0);
 	SET(&st->n, n);
 	SET(&st->word, WORD(gen, PH_PREPARE, n));
-	multi_push(c, n, (uint32_t)gen, stop_cpu, st, W_F_INTERNAL);
-	multi_wait(c, RELAXED(&st->deadline), stop_poll);
+	cpuhog_i_multi_push(c, n, (uint32_t)gen, stop_cpu, st, W_F_INTERNAL);
+	cpuhog_i_multi_wait(c, RELAXED(&st->deadline), stop_poll);
 	ph = PHASE(LOAD(st));
 	/* fn ran: serialize this core, unless a hog of the stop did so here
 	 * after fn (we run here only since; a CPUID, 7 us in a VM, spared) */
 	i = (unsigned int)sched_getcpu();
-	if (ph == PH_EXIT &&
-	    (!hog_of(c, i) || RELAXED(&hog_of(c, i)->serialized_at) !=
+	if (ph == PH_EXIT && (!cpuhog_i_hog_of(c, i) ||
+			      RELAXED(&cpuhog_i_hog_of(c, i)->serialized_at) !=
 				      ((uint64_t)(uint32_t)gen << 32 | i)))
-		serialize_core();
+		cpuhog_i_serialize_core();
 	if (ph != PH_EXIT) {
 		o->ended = ph == PH_NOCPU ? STOP_NOCPU : STOP_TIMEDOUT;
 		if (ph != PH_NOCPU)
@@ -435,7 +440,7 @@ static int stop_once(struct ctx *c, unsigned int n, bool fn_one,
 /*
  * The hogs of a try, into msel, in topology order (the wake tree's):
  * every usable one (where an explicit set left CPUs out, only within
- * where our threads may go: reach(), which tells of a CPU gone before
+ * where our threads may go: cpuhog_i_reach(), which tells of a CPU gone before
  * its hog can), fn on those of @cpus (NULL: any one); or, @two, those of
  * @cpu1 (fn) and @cpu2.  0: a CPU that must take part (or a CPU of
  * @cpus) has no hog or is not usable now, or @cpus is empty.
@@ -453,8 +458,9 @@ static unsigned int pick(struct ctx *c, size_t setsize, const cpu_set_t *cpus,
 					  CPU_ISSET_S(h->cpu, setsize, cpus);
 		bool f = two ? h->cpu == cpu1 : need;
 
-		if ((two && !need) || !hog_usable(c, h) ||
-		    (!two && c->partial && !CPU_ISSET_S(h->cpu, sz, reach(c)))) {
+		if ((two && !need) || !cpuhog_i_hog_usable(c, h) ||
+		    (!two && c->partial &&
+		     !CPU_ISSET_S(h->cpu, sz, cpuhog_i_reach(c)))) {
 			if (need)
 				return 0;
 			continue;
@@ -481,26 +487,27 @@ int cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
 	struct ctx *c;
 	int r = 0;
 
-	if (stop_report_begin(o, rep) < 0)
+	if (cpuhog_i_stop_report_begin(o, rep) < 0)
 		return o->ret = -EINVAL;
 	if (!fn || (two && cpu1 == cpu2))
-		return stop_report_end(NULL, o, o->ret = -EINVAL);
-	if (cpuhog_self)
-		return stop_report_end(NULL, o, o->ret = -EDEADLK);
-	if (!(c = call_enter(&r)))
-		return stop_report_end(NULL, o, o->ret = r);
-	multi_lock(c, false);
+		return cpuhog_i_stop_report_end(NULL, o, o->ret = -EINVAL);
+	if (cpuhog_i_self)
+		return cpuhog_i_stop_report_end(NULL, o, o->ret = -EDEADLK);
+	if (!(c = cpuhog_i_call_enter(&r)))
+		return cpuhog_i_stop_report_end(NULL, o, o->ret = r);
+	cpuhog_i_multi_lock(c, false);
 	/* the CPUs, then the promise (a thread of ours on a CPU that has
 	 * no hog: stop_machine() cannot hold it), then the lock, whose
 	 * wait has a bound of its own */
 	n = pick(c, setsize, cpus, two, cpu1, cpu2);
-	r = !n				     ? -ENOENT
-	    : !two && uncovered(c) && !(c->flags & CPUHOG_F_WEAK) ? -EPERM
-								   : call_exclusive(c);
+	r = !n ? -ENOENT
+	    : !two && cpuhog_i_uncovered(c) && !(c->flags & CPUHOG_F_WEAK)
+		    ? -EPERM
+		    : cpuhog_i_call_exclusive(c);
 	if (r == 0) {
 		/* held past its bound (-ETIMEDOUT): the stop goes on
 		 * unserialized; no lock here at all (1): info says so */
-		r = stop_lock(c->stop_timeout_ns, &o->lock_waited);
+		r = cpuhog_i_stop_lock(c->stop_timeout_ns, &o->lock_waited);
 		o->serialized = r == 0;
 		o->lock_waited_out = r == -ETIMEDOUT;
 		if (o->lock_waited)
@@ -518,17 +525,17 @@ int cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
 		}
 		r = n ? stop_once(c, n, !cpus && !two, o) : -ENOENT;
 		if (o->rep && n)
-			stop_report_try(c, n, o);
+			cpuhog_i_stop_report_try(c, n, o);
 	}
 	if (o->serialized)
-		stop_unlock();
+		cpuhog_i_stop_unlock();
 	o->ret = r == -EAGAIN ? -ENOENT : r;
 	if (o->rep) { /* the CPUs are let go: now /proc, where it failed */
-		stop_report_end(c, o, o->ret);
-		stop_report_arm(c, 0, false);
+		cpuhog_i_stop_report_end(c, o, o->ret);
+		cpuhog_i_stop_report_arm(c, 0, false);
 	}
-	multi_unlock(c);
-	call_leave();
+	cpuhog_i_multi_unlock(c);
+	cpuhog_i_call_leave();
 	return o->ret;
 }
 

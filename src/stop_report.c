@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * stop_machine_report()'s report: the hogs' times, taken by stop_cpu()
- * only while the stop's timing is on (stop_report_arm()), turned into
+ * only while the stop's timing is on (cpuhog_i_stop_report_arm()), turned into
  * the caller's struct cpuhog_report.  hog_cpus_report()'s and
  * hog_synchronize_report()'s the same way, from the times the hogs take
  * around a timed work (W_F_TIMED, hog.c).  And, when a call failed, who ran
@@ -30,7 +30,8 @@
 
 /* @o for a call that reports into @rep (NULL: none); -EINVAL for a
  * report the caller did not make with cpuhog_report_init(). */
-int stop_report_begin(struct stop_outcome *o, struct cpuhog_report *rep)
+int cpuhog_i_stop_report_begin(struct stop_outcome *o,
+			       struct cpuhog_report *rep)
 {
 	struct cpuhog_report_cpu *cpu;
 	unsigned int len;
@@ -39,7 +40,7 @@ int stop_report_begin(struct stop_outcome *o, struct cpuhog_report *rep)
 	if (!rep)
 		return 0;
 	o->rep = rep;
-	o->t0 = now_ns();
+	o->t0 = cpuhog_i_now_ns();
 	if (rep->size < REPORT_V1 || (rep->cpu_len && !rep->cpu))
 		return -EINVAL;
 	cpu = rep->cpu;
@@ -53,7 +54,7 @@ int stop_report_begin(struct stop_outcome *o, struct cpuhog_report *rep)
 
 /* The @n hogs of msel start their times anew: a stop's, or a timed
  * work's (W_F_TIMED). */
-void call_report_arm(struct ctx *c, unsigned int n)
+void cpuhog_i_call_report_arm(struct ctx *c, unsigned int n)
 {
 	unsigned int i;
 
@@ -65,10 +66,10 @@ void call_report_arm(struct ctx *c, unsigned int n)
 }
 
 /* The @n hogs of msel take their times from now (@on), or stop. */
-void stop_report_arm(struct ctx *c, unsigned int n, bool on)
+void cpuhog_i_stop_report_arm(struct ctx *c, unsigned int n, bool on)
 {
-	call_report_arm(c, n);
-	/* published to the hogs by multi_push()'s seq_cst pushes */
+	cpuhog_i_call_report_arm(c, n);
+	/* published to the hogs by cpuhog_i_multi_push()'s seq_cst pushes */
 	SET(&c->stop->timing, on);
 }
 
@@ -114,7 +115,8 @@ static bool slot_queued(struct hog *h)
 }
 
 /* A try's times, from the @n hogs of msel (the last try's stand). */
-void stop_report_try(struct ctx *c, unsigned int n, struct stop_outcome *o)
+void cpuhog_i_stop_report_try(struct ctx *c, unsigned int n,
+			      struct stop_outcome *o)
 {
 	struct cpuhog_report *rep = o->rep;
 	uint64_t first_held = 0, first_out = 0;
@@ -164,8 +166,8 @@ void stop_report_try(struct ctx *c, unsigned int n, struct stop_outcome *o)
  * and done at @end (0: never).  Every CPU had is the last start; fn_runs
  * and ran count CPUHOG_RC_RAN.
  */
-void call_report_cpu(struct stop_outcome *o, unsigned int cpu,
-		     unsigned int flags, uint64_t start, uint64_t end)
+void cpuhog_i_call_report_cpu(struct stop_outcome *o, unsigned int cpu,
+			      unsigned int flags, uint64_t start, uint64_t end)
 {
 	struct cpuhog_report *rep = o->rep;
 
@@ -187,8 +189,8 @@ void call_report_cpu(struct stop_outcome *o, unsigned int cpu,
  * ran it came, and ran fn if the call succeeded (@o->ended); one that
  * refused it (off its CPU) is reported with no flags.
  */
-void call_report_hogs(struct ctx *c, unsigned int n, bool pushed,
-		      struct stop_outcome *o)
+void cpuhog_i_call_report_hogs(struct ctx *c, unsigned int n, bool pushed,
+			       struct stop_outcome *o)
 {
 	unsigned int i, f;
 
@@ -202,10 +204,10 @@ void call_report_hogs(struct ctx *c, unsigned int n, bool pushed,
 		else
 			f = CPUHOG_RC_ARRIVED |
 			    (o->ended == STOP_RAN ? CPUHOG_RC_RAN : 0);
-		call_report_cpu(o, h->cpu, f,
-				f & CPUHOG_RC_ARRIVED ? RELAXED(&h->t_arrived) : 0,
-				f & CPUHOG_RC_ARRIVED ? RELAXED(&h->t_released)
-						      : 0);
+		cpuhog_i_call_report_cpu(
+			o, h->cpu, f,
+			f & CPUHOG_RC_ARRIVED ? RELAXED(&h->t_arrived) : 0,
+			f & CPUHOG_RC_ARRIVED ? RELAXED(&h->t_released) : 0);
 	}
 }
 
@@ -382,7 +384,7 @@ static void who_ran(struct ctx *c, struct cpuhog_report *rep)
 }
 
 /* The call's end: its outcome, and who held it up where it failed. */
-int stop_report_end(struct ctx *c, struct stop_outcome *o, int ret)
+int cpuhog_i_stop_report_end(struct ctx *c, struct stop_outcome *o, int ret)
 {
 	struct cpuhog_report *rep = o->rep;
 
@@ -404,7 +406,7 @@ int stop_report_end(struct ctx *c, struct stop_outcome *o, int ret)
 		rep->all_held_ns = 0;
 	if (c && rep->nr_missing && o->ended != STOP_RAN)
 		who_ran(c, rep);
-	rep->total_ns = since(o, now_ns());
+	rep->total_ns = since(o, cpuhog_i_now_ns());
 	return ret;
 }
 

@@ -23,8 +23,8 @@
  * another thread's mmap lock): faults of the hog's own code between a
  * read and a callback would hide that callback's sleep, so the hog
  * reuses a read only once warm (SW_WARM callbacks), and forgets it after
- * a report (sw_forget()).  Strict mode, which aborts on a report, reads
- * before and after every callback.
+ * a report (cpuhog_i_sw_forget()).  Strict mode, which aborts on a report,
+ * reads before and after every callback.
  *
  * A callback may use rseq itself and leave rseq_cs pointing at its own
  * section: the watch is then not ours, and the hog reads.  Where glibc
@@ -140,11 +140,11 @@ static bool watch_works(struct hog *h)
 	bool held;
 
 	for (i = 0; ok < 0 && i < 8; i++) {
-		thread_switches(&a);
+		cpuhog_i_thread_switches(&a);
 		arm(h);
 		nanosleep(&one_us, NULL);
 		held = watch_holds(h);
-		thread_switches(&b);
+		cpuhog_i_thread_switches(&b);
 		if (b.nv > a.nv && b.niv == a.niv)
 			ok = !held;
 	}
@@ -154,7 +154,7 @@ static bool watch_works(struct hog *h)
 }
 
 /* At the hog's start, on its own thread (the rseq area is per thread). */
-void sw_init(struct hog *h)
+void cpuhog_i_sw_init(struct hog *h)
 {
 	h->rseq = own_area();
 	if (h->rseq && !watch_works(h))
@@ -176,23 +176,23 @@ static bool may_reuse(struct hog *h)
 }
 
 /* The counts now, reading them only if the watch went. */
-void sw_now(struct hog *h, struct sw_count *out)
+void cpuhog_i_sw_now(struct hog *h, struct sw_count *out)
 {
 	if (!h->sw_read || !may_reuse(h) || !watch_holds(h)) {
 		arm(h); /* first: a switch after the read clears it */
-		thread_switches(&h->sw);
+		cpuhog_i_thread_switches(&h->sw);
 		h->sw_read = h->rseq != NULL;
 	}
 	*out = h->sw;
 }
 
-/* The blocks since @before (a sw_now()): 0 where the watch held. */
-long sw_slept_since(struct hog *h, const struct sw_count *before)
+/* The blocks since @before (a cpuhog_i_sw_now()): 0 where the watch held. */
+long cpuhog_i_sw_slept_since(struct hog *h, const struct sw_count *before)
 {
 	struct sw_count now;
 	long slept;
 
-	sw_now(h, &now);
+	cpuhog_i_sw_now(h, &now);
 	h->sw_checks += h->sw_checks < SW_WARM;
 	/* a minor fault may wait for the mmap lock (another thread's
 	 * fork() or mmap()): the process's doing, not the callback's */
@@ -203,7 +203,7 @@ long sw_slept_since(struct hog *h, const struct sw_count *before)
 /* After the hog's own slow paths (a report: symbols looked up, pages
  * touched): their minor faults, which switch nothing, would count
  * against the next callback's sleeps. */
-void sw_forget(struct hog *h)
+void cpuhog_i_sw_forget(struct hog *h)
 {
 	h->sw_read = false;
 }

@@ -126,7 +126,7 @@ static bool from_file(const char *file, uint64_t addr, uint64_t off,
 	return found;
 }
 
-void symbol_describe(const void *addr, char *buf, size_t size)
+void cpuhog_i_symbol_describe(const void *addr, char *buf, size_t size)
 {
 	char sym[128] = "";
 	const char *file, *path;

@@ -56,7 +56,7 @@ static long llc_of(unsigned int cpu, size_t setsize, cpu_set_t *scratch,
 			 "/sys/devices/system/cpu/cpu%u/cache/index%u/"
 			 "shared_cpu_list",
 			 cpu, i);
-		if (read_cpulist(path, setsize, scratch) <= 0)
+		if (cpuhog_i_read_cpulist(path, setsize, scratch) <= 0)
 			continue;
 		for (c = 0; c < nr_cpu_ids; c++)
 			if (CPU_ISSET_S(c, setsize, scratch))
@@ -72,8 +72,8 @@ static uint64_t field(long v)
 	return v < 0 ? TOPO_MAX : (uint64_t)v & TOPO_MAX;
 }
 
-uint64_t topo_key(unsigned int cpu, size_t setsize, cpu_set_t *scratch,
-		  unsigned int nr_cpu_ids)
+uint64_t cpuhog_i_topo_key(unsigned int cpu, size_t setsize, cpu_set_t *scratch,
+			   unsigned int nr_cpu_ids)
 {
 	char path[96];
 	long pkg;
@@ -96,7 +96,7 @@ static int by_key(const void *a, const void *b)
 }
 
 /* c->by_topo: the hogs in topology order (every hog's topo is set). */
-void topo_sort(struct ctx *c)
+void cpuhog_i_topo_sort(struct ctx *c)
 {
 	unsigned int i;
 

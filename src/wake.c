@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Waking hogs: one (wake_hog(), the other half of hog.c's hog_sleep()),
- * and the wake tree, how a multi-CPU call wakes its hogs.
+ * Waking hogs: one (cpuhog_i_wake_hog(), the other half of hog.c's
+ * hog_sleep()), and the wake tree, how a multi-CPU call wakes its hogs.
  *
  * Flat, the caller would wake its N hogs one after another, N futex
  * wakes in a row, the last hog woken N wakes after the first.  Here the
@@ -39,13 +39,13 @@
  *
  * Why no wake is lost: the caller writes each selected hog's children
  * (struct hog.kids) under the multi-CPU lock while that hog's slot is
- * free (multi_reserve() waited for it), before the push that publishes
+ * free (cpuhog_i_multi_reserve() waited for it), before the push that publishes
  * them; the hog reads them after it took the slot from its queue, and
  * before it finishes the work, after which they may be rewritten.  Every
- * child's work is pushed before its parent's (multi_push() pushes in
+ * child's work is pushed before its parent's (cpuhog_i_multi_push() pushes in
  * reverse plan order, a child stands after its parent): a parent that is
  * awake may take its slot the moment it is pushed, and its wake must
- * find the child's work there.  So the parent's wake_hog() reads the
+ * find the child's work there.  So the parent's cpuhog_i_wake_hog() reads the
  * child's sleeping flag after the child's push, both seq_cst: the child
  * sees its work, or the parent sees it asleep (Dekker's pattern, the
  * push made by the caller, the look by the parent or, in a rescue, the
@@ -59,18 +59,18 @@
 #include <stdlib.h>
 
 /*
- * Wake @h for work pushed on its queue (push_work(), hog.c), unless it is
- * awake or its poller takes the wake (poll_offer(), poll.c).
+ * Wake @h for work pushed on its queue (cpuhog_i_push_work(), hog.c), unless it
+ * is awake or its poller takes the wake (cpuhog_i_poll_offer(), poll.c).
  */
-void wake_hog(struct hog *h)
+void cpuhog_i_wake_hog(struct hog *h)
 {
 	/* seq_cst, after the producer's seq_cst push: Dekker's pattern
 	 * with hog_sleep() (platform.c's note on waiting).  The exchange
 	 * lets one producer of many pay for the system call. */
-	if (!atomic_load(&h->sleeping) || poll_offer(h))
+	if (!atomic_load(&h->sleeping) || cpuhog_i_poll_offer(h))
 		return; /* awake, or its poller took the wake (poll.c) */
 	if (atomic_exchange(&h->sleeping, 0))
-		futex_wake(&h->sleeping, 1);
+		cpuhog_i_futex_wake(&h->sleeping, 1);
 }
 
 
@@ -81,7 +81,7 @@ void wake_hog(struct hog *h)
  * (digits, 2 or more; anything else is ignored), else the default; at
  * most @nr_hogs, which is the flat wake.
  */
-unsigned int fanout_of(uint64_t want, unsigned int nr_hogs)
+unsigned int cpuhog_i_fanout_of(uint64_t want, unsigned int nr_hogs)
 {
 	const char *s = getenv("CPUHOG_WAKE_FANOUT");
 	unsigned long long k = want;
@@ -127,8 +127,8 @@ static unsigned int plan(struct hog **o, unsigned int lo, unsigned int hi,
  * each hog's children set, every child after its parent in @o.  Returns
  * the root, the one hog the caller wakes; NULL for none.
  */
-struct hog *wake_plan(struct ctx *c, struct hog **o, uint32_t *flags,
-		      unsigned int n)
+struct hog *cpuhog_i_wake_plan(struct ctx *c, struct hog **o, uint32_t *flags,
+			       unsigned int n)
 {
 	int me = sched_getcpu();
 	unsigned int i;
@@ -153,10 +153,10 @@ struct hog *wake_plan(struct ctx *c, struct hog **o, uint32_t *flags,
 }
 
 /* A hog took its slot: wake its children first (see the note on top). */
-void wake_kids(struct hog *h)
+void cpuhog_i_wake_kids(struct hog *h)
 {
 	unsigned int i;
 
 	for (i = 0; i < h->nkids; i++)
-		wake_hog(h->kids[i]);
+		cpuhog_i_wake_hog(h->kids[i]);
 }

@@ -164,7 +164,7 @@ static void strict_sleep(void)
  * Seen in an 8-vCPU guest, where the next work was often queued before
  * the hog looked for it.  Here: work A waits until B is queued, then
  * drops the page of libc's syscall(), which the hog runs after every
- * callback (redirect_signals()), so the hog faults between A and B
+ * callback (cpuhog_i_redirect_signals()), so the hog faults between A and B
  * without a switch; B sleeps.  Strict mode must still abort.
  */
 static _Atomic int b_queued;

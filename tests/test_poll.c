@@ -705,7 +705,7 @@ static bool may_leave_idle(void)
  * 2 s whatever happens, so an exit that takes 10 s (the knob's) is one
  * that waits for something that never comes.  The SCHED_IDLE wait this
  * was written for (118-174 ms) and the open defect (a poller not out of
- * its loop when poll_exit_all()'s 250 ms end, docs/RELIABILITY.md) show
+ * its loop when cpuhog_i_poll_exit_all()'s 250 ms end, docs/RELIABILITY.md) show
  * in the figures; they were three tries and a guest's skip in make check,
  * which a loaded machine turned into "the pollers never polled": a skip.
  */

@@ -460,7 +460,7 @@ static bool delivered_to_app(int want)
 	return atomic_load(&sig_count) == want && strncmp(comm, "cpuhog/", 7);
 }
 
-/* Without redirect_signals(), the signal stays pending on the hog, which
+/* Without cpuhog_i_redirect_signals(), the signal stays pending on the hog, which
  * blocks everything: the handler never runs. */
 static void signal_from_callback_delivered(void **state)
 {
