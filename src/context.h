@@ -205,7 +205,7 @@ struct ctx {
 	pthread_t watcher;
 
 	/* Multi-CPU calls. */
-	pthread_mutex_t cpuhog_i_multi_lock;
+	pthread_mutex_t multi_lock;
 	uint32_t multi_gen; /* under multi_lock */
 	uint64_t backoff_at; /* under multi_lock: see cpuhog_i_multi_unlock() */
 	uint64_t transit_at; /* under multi_lock: see in_transit() */
@@ -215,7 +215,7 @@ struct ctx {
 	struct group group;
 	struct hog **msel; /* nr_hogs entries, under multi_lock */
 	cpu_set_t *mscratch; /* scratch, under multi_lock */
-	cpu_set_t *cpuhog_i_reach; /* cpuhog_i_reach()'s, under multi_lock */
+	cpu_set_t *reach_set; /* cpuhog_i_reach()'s, under multi_lock */
 	bool reach_fresh; /* read in this multi-CPU call */
 	cpu_set_t *mscratch2; /* for in_transit(), under multi_lock */
 	uint32_t *mflags;  /* work flags per msel entry, under multi_lock */

@@ -138,7 +138,7 @@ static void ctx_free(struct ctx *c)
 	free(c->kid_store);
 	CPU_FREE(c->mscratch);
 	CPU_FREE(c->mscratch2);
-	CPU_FREE(c->cpuhog_i_reach);
+	CPU_FREE(c->reach_set);
 	free(c->attr_cpus);
 	CPU_FREE(c->possible);
 	free(c->stop); /* one block: stop_state_new() */
@@ -216,7 +216,7 @@ static bool hogs_stop(struct ctx *c, const struct timespec *until)
 			  : pthread_join(c->hogs[i].thread, NULL))
 			return false;
 	watch_stop(c);
-	pthread_mutex_destroy(&c->cpuhog_i_multi_lock);
+	pthread_mutex_destroy(&c->multi_lock);
 	return true;
 }
 
@@ -443,10 +443,10 @@ static int ctx_alloc(struct ctx *c, unsigned int n)
 			      sizeof(*c->kid_store));
 	c->mscratch = CPU_ALLOC(c->nr_cpu_ids);
 	c->mscratch2 = CPU_ALLOC(c->nr_cpu_ids);
-	c->cpuhog_i_reach = CPU_ALLOC(c->nr_cpu_ids);
+	c->reach_set = CPU_ALLOC(c->nr_cpu_ids);
 	c->stop = stop_state_new(c);
 	if (!c->by_cpu || !c->hogs || !c->msel || !c->mflags || !c->mscratch ||
-	    !c->mscratch2 || !c->cpuhog_i_reach || !c->stop || !c->by_topo ||
+	    !c->mscratch2 || !c->reach_set || !c->stop || !c->by_topo ||
 	    !c->kid_store)
 		return -ENOMEM;
 	memset(c->hogs, 0, sizeof(struct hog) * (n ? n : 1));
@@ -560,7 +560,7 @@ static int ctx_create(const struct cpuhog_attr *a, struct ctx **out)
 		pthread_mutexattr_init(&ma);
 		/* Callers of any priority take it: inherit, don't invert. */
 		pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
-		pthread_mutex_init(&c->cpuhog_i_multi_lock, &ma);
+		pthread_mutex_init(&c->multi_lock, &ma);
 		pthread_mutexattr_destroy(&ma);
 		r = hogs_start(c, sz, want);
 		hogs_await_start(c);

@@ -97,13 +97,13 @@ void cpuhog_i_multi_unlock(struct ctx *c)
 			c->backoff_at = now + BACKOFF_EVERY_NS;
 		}
 	}
-	pthread_mutex_unlock(&c->cpuhog_i_multi_lock);
+	pthread_mutex_unlock(&c->multi_lock);
 }
 
 int cpuhog_i_multi_lock(struct ctx *c, bool try)
 {
-	int r = try ? pthread_mutex_trylock(&c->cpuhog_i_multi_lock)
-		    : pthread_mutex_lock(&c->cpuhog_i_multi_lock);
+	int r = try ? pthread_mutex_trylock(&c->multi_lock)
+		    : pthread_mutex_lock(&c->multi_lock);
 
 	if (r == EBUSY)
 		return -EAGAIN;
@@ -125,13 +125,13 @@ const cpu_set_t *cpuhog_i_reach(struct ctx *c)
 	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
 
 	if (c->reach_fresh)
-		return c->cpuhog_i_reach;
+		return c->reach_set;
 	sched_setaffinity(c->watch_tid, sz, c->possible);
-	CPU_ZERO_S(sz, c->cpuhog_i_reach);
-	if (sched_getaffinity(c->watch_tid, sz, c->cpuhog_i_reach) < 0)
-		CPU_ZERO_S(sz, c->cpuhog_i_reach);
+	CPU_ZERO_S(sz, c->reach_set);
+	if (sched_getaffinity(c->watch_tid, sz, c->reach_set) < 0)
+		CPU_ZERO_S(sz, c->reach_set);
 	c->reach_fresh = true;
-	return c->cpuhog_i_reach;
+	return c->reach_set;
 }
 
 /*
