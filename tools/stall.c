@@ -439,8 +439,15 @@ int cmd_stall(int argc, char **argv)
 	if (o.count < 0)
 		o.count = o.every ? 0 : 1; /* 0: until interrupted */
 	next = tool_now_ns();
-	for (k = 1; !interrupted && (!o.count || k <= o.count); k++) {
-		if ((r = stall_once(&set, all, &s, k)))
+	/* a failed stall ends a single one; a periodic run reports it and
+	 * goes on (a CPU taken offline is part of the weather), exiting
+	 * with the failure's status at the end */
+	for (k = 1, r = EXIT_OK; !interrupted && (!o.count || k <= o.count);
+	     k++) {
+		int once = stall_once(&set, all, &s, k);
+
+		r = once ? once : r;
+		if (once && !o.every)
 			break;
 		next += o.every;
 		if (o.every && (!o.count || k < o.count))
