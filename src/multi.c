@@ -233,7 +233,8 @@ static void slot_push(struct ctx *c, struct hog *h, uint32_t gen,
  * Queue fn(arg) on the @n selected hogs, under generation @gen, with
  * @flags and each hog's own c->mflags[i]; then wake them down the tree
  * (wake.c): every work pushed first, children before their parents, then
- * the root's one wake here.
+ * the root's wake here, after its first child's where the root is our
+ * own CPU's hog.
  */
 void cpuhog_i_multi_push(struct ctx *c, unsigned int n, uint32_t gen,
 			 cpuhog_fn_t fn, void *arg, uint32_t flags)
@@ -249,6 +250,10 @@ void cpuhog_i_multi_push(struct ctx *c, unsigned int n, uint32_t gen,
 			      memory_order_relaxed);
 	for (i = n; i-- > 0;) /* reverse plan order: see wake.c */
 		slot_push(c, c->msel[i], gen, fn, arg, flags | c->mflags[i]);
+	/* the remote wake first, to overlap the switch to our own CPU's
+	 * root (wake.c) */
+	if (root && root->nkids && (int)root->cpu == sched_getcpu())
+		cpuhog_i_wake_hog(root->kids[0]);
 	if (root)
 		cpuhog_i_wake_hog(root);
 }

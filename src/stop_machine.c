@@ -23,7 +23,7 @@
  * push or the latest step of any hog, its arrival, hold or check: a
  * guest's vCPUs come late, and at 8 vCPUs on 2 host CPUs even all held
  * and checked took longer than 20 ms after the last arrival; set before
- * the caller's one wake, which its own CPU's hog may answer before the
+ * the caller's wakes, which its own CPU's hog may answer before the
  * caller runs again); a lost hold (a hog of the stop off its CPU, or
  * quiet and no longer pinned: the kernel moves it, perhaps behind a hog
  * of ours at its priority); fn past overrun_ns (blocked on what a held CPU's
@@ -43,9 +43,10 @@
  * bound.  Nothing here allocates, creates threads or does I/O but the
  * lock's fcntl().  tests/model/stop.pml models this loop (make check).
  *
- * Kernel entries of a stop on 2 CPUs (tests/test_entries.c), 4 + 4: the
- * caller's lock (two fcntl()), unlock and one wake, of its own CPU's hog, which
- * wakes the other; each hog's futex wait, and where fn runs its signal check.
+ * Kernel entries of a stop on 2 CPUs (tests/test_entries.c), 5 + 3: the
+ * caller's lock (two fcntl()), unlock and two wakes, of the other CPU's
+ * hog and its own; each hog's futex wait, and where fn runs its sleep
+ * check's read and its signal check.
  * Spinning makes none; a quiet hog costs a sched_getaffinity() per
  * QUIET_NS, made by whichever hog claims the look.
  */
@@ -387,8 +388,8 @@ static int stop_once(struct ctx *c, unsigned int n, bool fn_one,
 		o->fn_want += fn_one ? i == 0 : !!(c->mflags[i] & W_F_RUNS_FN);
 	st->fn_one = fn_one;
 	/* relaxed, all: cpuhog_i_multi_push()'s seq_cst pushes publish them.
-	 * The deadline counts from the push, after which the caller makes one
-	 * wake (wake.c): a hog that comes must never find none set, since
+	 * The deadline counts from the push, after which the caller makes its
+	 * wakes (wake.c): a hog that comes must never find none set, since
 	 * the caller, preempted by its own CPU's hog, may not run again
 	 * before the others spin in HOLD */
 	SET(&st->deadline, cpuhog_i_deadline_in(c->stop_timeout_ns));

@@ -12,15 +12,24 @@
  * cpuhog_attr.wake_fanout (default 4; CPUHOG_WAKE_FANOUT in the
  * environment); k >= N is a flat wake made by the root.
  *
- * Why one wake: the caller runs below the hogs, unpinned, and a wake it
- * still owes can wait for ever: its own CPU's hog preempts it as soon as
- * it is woken, and a caller the kernel moves lands behind another hog;
- * where that hog's callback waits for the other CPUs (a rendezvous),
- * nothing lets the caller run.  The kernel disables preemption around
- * its queueing for this; user space cannot, so the hogs, which nothing
- * of ours preempts, make the wakes.  The root is the caller's own CPU's
- * hog where the call has one: it preempts the caller anyway.
- *
+ * Why the hogs wake each other: the caller runs below the hogs,
+ * unpinned, and a wake it still owes can wait for ever: its own CPU's
+ * hog preempts it as soon as it is woken, and a caller the kernel moves
+ * lands behind another hog; where that hog's callback waits for the
+ * other CPUs (a rendezvous), nothing lets the caller run.  The kernel
+ * disables preemption around its queueing for this; user space cannot,
+ * so the hogs, which nothing of ours preempts, make the wakes.  The root
+ * is the caller's own CPU's hog where the call has one: it preempts the
+ * caller anyway.  Its first child the caller wakes itself, just before
+ * the root: that wake, to another CPU, is the slow one (an IPI, and an
+ * exit from idle there), and so it overlaps the switch to the root
+ * instead of following it (a stop of 2 CPUs: 1.66x the sleeping limit
+ * before, 1.24x after, medians of three cpuhog bench --quick runs).  The
+ * root then finds that child awake and makes no system call for it.
+ * Should the caller lose its CPU between the two wakes, the root's wake
+ * waits for the child's callback at most (a stop's hogs sleep in
+ * PREPARE after spin_ns), as any late parent's does.
+
  * The rescue: a hog that runs late (its CPU held by another process's
  * thread at its priority, or busy with a long work) wakes its subtree
  * late, and their callbacks would wait for another CPU's hog.  So a
