@@ -276,7 +276,8 @@ struct kind {
 	/* entries per call in sleep and poll mode, on 2 CPUs: the caller's,
 	 * and the hogs' together */
 	long caller[2], hogs[2];
-	int checked; /* callbacks the sleep check watches, on 2 CPUs */
+	int checked; /* the sleep check's reads, on 2 CPUs: one per callback
+			(a stop's: one per hog, in PREPARE) */
 };
 
 /*
@@ -300,8 +301,8 @@ static const struct kind kinds[] = {
 	{ "hog_one_cpu, other CPU", op_one_cpu, false, false, { 1, 0 }, { 2, 2 }, 1 },
 	{ "hog_cpus, 2 CPUs", op_cpus, false, false, { 2, 1 }, { 4, 4 }, 2 },
 	{ "hog_cpus, all CPUs", op_cpus_all, true, false, { 2, 1 }, { 4, 4 }, 2 },
-	{ "stop_two_cpus", op_stop_two, false, true, { 5, 4 }, { 3, 3 }, 1 },
-	{ "stop_machine", op_stop, true, true, { 5, 4 }, { 3, 3 }, 1 },
+	{ "stop_two_cpus", op_stop_two, false, true, { 5, 4 }, { 3, 3 }, 2 },
+	{ "stop_machine", op_stop, true, true, { 5, 4 }, { 3, 3 }, 2 },
 	{ "hog_synchronize", op_sync, true, false, { 1, 1 }, { 1, 0 }, 0 },
 };
 
