@@ -51,7 +51,8 @@ struct work {
 	uint32_t ran; /* 1 if fn ran */
 	uint32_t cpu;
 	uint32_t flags; /* W_F_* */
-	_Atomic uint32_t epoch; /* g_epoch when queued: a fork makes it stale */
+	_Atomic uint32_t epoch; /* cpuhog_i_epoch when queued: a fork makes
+				   it stale */
 };
 
 /* struct work.flags */
@@ -169,7 +170,8 @@ struct stop_state {
 	 * moves on with each step (see extend()). */
 	_Atomic uint64_t deadline, spin_ns, timeout_ns;
 	_Atomic uint32_t n;	/* the call's hogs */
-	/* Read by hogs only in RUN, which ends before the call returns. */
+	/* Read by the call's hogs only (a stale hog leaves before it
+	 * looks), fn_one from PREPARE on, fn and data in RUN. */
 	bool fn_one;
 	cpuhog_fn_t fn;
 	void *data;

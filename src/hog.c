@@ -42,8 +42,7 @@ static void hog_sleep(struct hog *h)
 {
 	struct wait w = WAIT(&h->sleeping, 1, 0, NO_DEADLINE);
 
-	/* seq_cst loads: Dekker, with cpuhog_i_wake_hog() (platform.c's note)
-	 */
+	/* seq_cst loads: Dekker with cpuhog_i_wake_hog() (platform.c) */
 	while (atomic_load(&h->head) == NULL && !atomic_load(&h->stop))
 		cpuhog_i_wait_turn(&w);
 	/* relaxed: only a hint for producers; the queue itself is re-read */

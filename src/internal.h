@@ -115,6 +115,7 @@ HIDDEN void cpuhog_i_poll_counts(const struct ctx *c, uint64_t *claims,
  * it can (under the rooms: report.c and hog.c use it) */
 HIDDEN void cpuhog_i_sw_init(struct hog *h);
 HIDDEN void cpuhog_i_sw_now(struct hog *h, struct sw_count *out);
+HIDDEN void cpuhog_i_sw_prime(struct hog *h);
 HIDDEN long cpuhog_i_sw_slept_since(struct hog *h,
 				    const struct sw_count *before);
 HIDDEN void cpuhog_i_sw_forget(struct hog *h);
@@ -162,8 +163,8 @@ struct wait {
 	uint64_t spin_end;	/* a time; 0: the spin is over */
 	uint64_t deadline;	/* the sleep's */
 	unsigned int spins;
-	int slept; /* the last turn's cpuhog_i_futex_wait(); 1: it did not sleep
-		    */
+	/* the last turn's cpuhog_i_futex_wait(); 1: it did not sleep */
+	int slept;
 };
 #define WAIT(word, bit, spin_end, deadline)                                   \
 	{ (word), (bit), atomic_load_explicit((word), memory_order_acquire),  \

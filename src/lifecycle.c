@@ -12,7 +12,7 @@
  *
  * After fork() the child has only the forking thread: the context is
  * parked on an orphan list (freed at the next init, when malloc is surely
- * usable) and g_epoch moves on, so that a work buffer the parent had
+ * usable) and cpuhog_i_epoch moves on, so that a work buffer the parent had
  * queued reads as not run rather than hanging its waiter.
  */
 #include "internal.h"
@@ -207,7 +207,7 @@ static bool hogs_stop(struct ctx *c, const struct timespec *until)
 	for (i = 0; i < c->nr_hogs; i++)
 		cpuhog_i_poll_stop(&c->hogs[i]);
 	for (i = 0; i < c->nr_hogs; i++) {
-		atomic_store(&c->hogs[i].stop, true); /* seq_cst: see wake_hog */
+		atomic_store(&c->hogs[i].stop, true); /* seq_cst: see cpuhog_i_wake_hog() */
 		store_load_fence(); /* stop before cpuhog_i_wake_hog()'s look */
 		cpuhog_i_wake_hog(&c->hogs[i]);
 	}
@@ -677,7 +677,8 @@ int cpuhog_init(const struct cpuhog_attr *attr)
 }
 
 /* Around what holds g_init_lock: a handler of this thread must not wait
- * for it (in_call 2).  Returns what in_call was, or -1: it was 2. */
+ * for it (cpuhog_i_in_call 2).  Returns what cpuhog_i_in_call was, or -1:
+ * it was 2. */
 static int lock_init(void)
 {
 	int was = cpuhog_i_in_call;

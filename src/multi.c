@@ -10,15 +10,15 @@
  * preallocated work (its slot) for these calls, so none of them
  * allocates.
  *
- * Kernel entries of hog_cpus() on 2 CPUs (tests/test_entries.c), 1 + 5:
+ * Kernel entries of hog_cpus() on 2 CPUs (tests/test_entries.c), 1 + 7:
  * the caller's one wake, of its own CPU's hog, which wakes the other
  * (wake.c: a wake the caller still owed could wait behind its own hog);
- * each hog's futex wait and its callback's signal check, rt_sigpending()
- * (report.c); the sleep check reads getrusage() only after a callback
- * that was switched out (switches.c).  In poll mode the other hog's wake
- * is its poller's (1 + 4).  On N CPUs the caller wakes one hog and the
- * hogs the rest; the caller sleeps once if the call outlasts its spin,
- * and once more, then wakes the late hogs, if it outlasts RESCUE_NS.
+ * each hog's futex wait, its sleep check's read after the wake
+ * (switches.c) and its callback's signal check, rt_sigpending()
+ * (report.c).  In poll mode the other hog's wake is its poller's.  On N
+ * CPUs the caller wakes one hog (a stop: two, wake.c) and the hogs the
+ * rest; the caller sleeps once if the call outlasts its spin, and once
+ * more, then wakes the late hogs, if it outlasts RESCUE_NS.
  */
 #include "internal.h"
 #include "outcome.h"
@@ -233,8 +233,8 @@ static void slot_push(struct ctx *c, struct hog *h, uint32_t gen,
  * Queue fn(arg) on the @n selected hogs, under generation @gen, with
  * @flags and each hog's own c->mflags[i]; then wake them down the tree
  * (wake.c): every work pushed first, children before their parents, then
- * the root's wake here, after its first child's where the root is our
- * own CPU's hog.
+ * the root's wake here (a stop's: after its first child's, where the
+ * root is our own CPU's hog).
  */
 void cpuhog_i_multi_push(struct ctx *c, unsigned int n, uint32_t gen,
 			 cpuhog_fn_t fn, void *arg, uint32_t flags)
@@ -250,9 +250,10 @@ void cpuhog_i_multi_push(struct ctx *c, unsigned int n, uint32_t gen,
 			      memory_order_relaxed);
 	for (i = n; i-- > 0;) /* reverse plan order: see wake.c */
 		slot_push(c, c->msel[i], gen, fn, arg, flags | c->mflags[i]);
-	/* the remote wake first, to overlap the switch to our own CPU's
-	 * root (wake.c) */
-	if (root && root->nkids && (int)root->cpu == sched_getcpu())
+	/* a stop's remote wake first, to overlap the switch to our own
+	 * CPU's root (wake.c) */
+	if (root && root->nkids && (flags & W_F_INTERNAL) &&
+	    (int)root->cpu == sched_getcpu())
 		cpuhog_i_wake_hog(root->kids[0]);
 	if (root)
 		cpuhog_i_wake_hog(root);

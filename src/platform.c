@@ -323,12 +323,14 @@ void cpuhog_i_thread_switches(struct sw_count *out)
 enum { BY_CPUID, BY_SERIALIZE, BY_IRET };
 
 /*
- * How this CPU serializes: SERIALIZE where it has it; else, on x86-64,
- * an IRET to the next instruction (the kernel's sync_core() fallback),
- * because a hypervisor intercepts every CPUID (7.1 us on a KVM guest
- * here, against 80 ns for the IRET); CPUID only on i386 and under QEMU's
- * TCG, whose IRETQ pops the user stack as a supervisor access that SMAP
- * refuses, faulting the guest's kernel.
+ * How this CPU serializes: SERIALIZE where it has it; else CPUID, which
+ * is cheap on hardware, except in a guest of a hypervisor we know
+ * (KVM, Hyper-V, VMware, Xen), which intercepts every CPUID (5-7 us on
+ * a KVM guest here): there an IRET to the next instruction, the kernel's
+ * sync_core() fallback (43 ns).  Not elsewhere: QEMU's TCG pops IRETQ's
+ * frame from the user stack as a supervisor access that SMAP refuses,
+ * faulting the guest's kernel, and binary translators (Valgrind, FEX)
+ * may not decode it.
  */
 static int serialize_how(void)
 {
@@ -342,11 +344,12 @@ static int serialize_how(void)
 	if (__get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 14)))
 		v = BY_SERIALIZE;
 #if defined(__x86_64__)
-	else if (__get_cpuid(1, &a, &b, &c, &d) && !(c & (1u << 31)))
-		v = BY_IRET; /* no hypervisor */
-	else {
+	else if (__get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 31))) {
 		__cpuid(0x40000000, a, sig[0], sig[1], sig[2]);
-		if (memcmp(sig, "TCGTCGTCGTCG", 12) != 0)
+		if (!memcmp(sig, "KVMKVMKVM\0\0\0", 12) ||
+		    !memcmp(sig, "Microsoft Hv", 12) ||
+		    !memcmp(sig, "VMwareVMware", 12) ||
+		    !memcmp(sig, "XenVMMXenVMM", 12))
 			v = BY_IRET;
 	}
 #endif

@@ -103,7 +103,7 @@ bool hog_one_cpu_nowait(unsigned int cpu, cpuhog_fn_t fn, void *arg,
 	w->cpu = cpu;
 	w->group = NULL;
 	w->flags = 0;
-	/* relaxed, both: only a fork changes g_epoch, and only in the
+	/* relaxed, both: only a fork changes cpuhog_i_epoch, and only in the
 	 * child; a reader of the buffer's epoch compares it with that */
 	atomic_store_explicit(
 		&w->epoch,

@@ -328,10 +328,11 @@ static int stop_cpu(void *arg)
 			abandon(st, gen, PH_NOCPU);
 			break;
 		}
-		/* the sleep check's read, if fn comes here: now, while the
-		 * others still arrive, not in RUN, where all of them wait */
-		if (ph == PH_PREPARE && !(h->ctx->flags & CPUHOG_F_NO_CHECKS))
-			cpuhog_i_sw_now(h, &(struct sw_count){ 0 });
+		/* the sleep check's read, if fn may come here: now, while
+		 * the others still arrive, not in RUN, where all wait */
+		if (ph == PH_PREPARE && !(h->ctx->flags & CPUHOG_F_NO_CHECKS) &&
+		    (st->fn_one || (h->slot.flags & W_F_RUNS_FN)))
+			cpuhog_i_sw_prime(h);
 		if (RELAXED(&st->timing) && (ph == PH_PREPARE || ph == PH_HOLD))
 			stamp(ph == PH_PREPARE ? &h->t_arrived : &h->t_held,
 			      cpuhog_i_now_ns());

@@ -186,6 +186,17 @@ void cpuhog_i_sw_now(struct hog *h, struct sw_count *out)
 	*out = h->sw;
 }
 
+/* Read the counts now, off a callback's path (a stop's PREPARE), where
+ * the read can serve the callback that follows: the watch is ours and
+ * the hog warm. */
+void cpuhog_i_sw_prime(struct hog *h)
+{
+	struct sw_count now;
+
+	if (h->rseq && may_reuse(h))
+		cpuhog_i_sw_now(h, &now);
+}
+
 /* The blocks since @before (a cpuhog_i_sw_now()): 0 where the watch held. */
 long cpuhog_i_sw_slept_since(struct hog *h, const struct sw_count *before)
 {

@@ -6,11 +6,11 @@
  * Flat, the caller would wake its N hogs one after another, N futex
  * wakes in a row, the last hog woken N wakes after the first.  Here the
  * caller pushes every hog's work (a CAS each, no system call), then
- * wakes one, the root; each hog, as soon as it takes its work and before
- * it runs anything, wakes its own at most k children: every hog is woken
- * 1 + ceil(log_k (N - 1)) hops after the call.  k is
- * cpuhog_attr.wake_fanout (default 4; CPUHOG_WAKE_FANOUT in the
- * environment); k >= N is a flat wake made by the root.
+ * wakes one, the root (a stop: two, below); each hog, as soon as it
+ * takes its work and before it runs anything, wakes its own at most k
+ * children: every hog is woken 1 + ceil(log_k (N - 1)) hops after the
+ * call.  k is cpuhog_attr.wake_fanout (default 4; CPUHOG_WAKE_FANOUT in
+ * the environment); k >= N is a flat wake made by the root.
  *
  * Why the hogs wake each other: the caller runs below the hogs,
  * unpinned, and a wake it still owes can wait for ever: its own CPU's
@@ -20,16 +20,17 @@
  * disables preemption around its queueing for this; user space cannot,
  * so the hogs, which nothing of ours preempts, make the wakes.  The root
  * is the caller's own CPU's hog where the call has one: it preempts the
- * caller anyway.  Its first child the caller wakes itself, just before
- * the root: that wake, to another CPU, is the slow one (an IPI, and an
- * exit from idle there), and so it overlaps the switch to the root
- * instead of following it (a stop of 2 CPUs: 1.66x the sleeping limit
- * before, 1.24x after, medians of three cpuhog bench --quick runs).  The
- * root then finds that child awake and makes no system call for it.
- * Should the caller lose its CPU between the two wakes, the root's wake
- * waits for the child's callback at most (a stop's hogs sleep in
- * PREPARE after spin_ns), as any late parent's does.
-
+ * caller anyway.  In a stop the caller wakes the root's first child
+ * itself, just before the root: that wake, to another CPU, is the slow
+ * one (an IPI, and an exit from idle there), and so it overlaps the
+ * switch to the root instead of following it (a stop of 2 CPUs: 1.66x
+ * the sleeping limit before, 1.24x after, medians of three cpuhog bench
+ * --quick runs).  The root then finds that child awake.  Should the
+ * caller lose its CPU to that child between the two wakes, the child's
+ * hog sleeps in PREPARE after spin_ns and the caller goes on.  Only a
+ * stop: a hog_cpus() callback may wait for the others' (a rendezvous of
+ * its own), and would then spin for ever in front of the caller.
+ *
  * The rescue: a hog that runs late (its CPU held by another process's
  * thread at its priority, or busy with a long work) wakes its subtree
  * late, and their callbacks would wait for another CPU's hog.  So a
@@ -48,16 +49,17 @@
  *
  * Why no wake is lost: the caller writes each selected hog's children
  * (struct hog.kids) under the multi-CPU lock while that hog's slot is
- * free (cpuhog_i_multi_reserve() waited for it), before the push that publishes
- * them; the hog reads them after it took the slot from its queue, and
- * before it finishes the work, after which they may be rewritten.  Every
- * child's work is pushed before its parent's (cpuhog_i_multi_push() pushes in
- * reverse plan order, a child stands after its parent): a parent that is
- * awake may take its slot the moment it is pushed, and its wake must
- * find the child's work there.  So the parent's cpuhog_i_wake_hog() reads the
- * child's sleeping flag after the child's push, both seq_cst: the child
- * sees its work, or the parent sees it asleep (Dekker's pattern, the
- * push made by the caller, the look by the parent or, in a rescue, the
+ * free (cpuhog_i_multi_reserve() waited for it), before the push that
+ * publishes them; the hog reads them after it took the slot from its
+ * queue, and before it finishes the work, after which they may be
+ * rewritten.  Every child's work is pushed before its parent's
+ * (cpuhog_i_multi_push() pushes in reverse plan order, a child stands
+ * after its parent): a parent that is awake may take its slot the moment
+ * it is pushed, and its wake must find the child's work there.  So the
+ * parent's cpuhog_i_wake_hog() reads the child's sleeping flag after the
+ * child's push, both seq_cst: the child sees its work, or the parent
+ * sees it asleep (Dekker's pattern, the push made by the caller, the
+ * look by the parent or, in a rescue or for a stop's first child, the
  * caller).  A hog refuses its work (off its CPU) only after it has woken
  * its children, so a refusal never strands a subtree.  A spurious wake
  * (a stale slot of an abandoned stop, read with its old children) finds

@@ -39,8 +39,9 @@ static void one_cpu_runs_there(void **state)
 
 /*
  * Lost wake-ups between a hog going to sleep and a producer queueing:
- * hog_sleep() stores "sleeping" then loads the queue, cpuhog_i_wake_hog() pushes
- * then loads "sleeping" (Dekker's pattern, seq_cst).  Works queued back
+ * hog_sleep() sets "sleeping" (a CAS) then loads the queue,
+ * cpuhog_i_wake_hog() pushes then loads "sleeping" (Dekker's pattern,
+ * seq_cst).  Works queued back
  * to back, each the moment the last finished, so that many pushes land
  * while the hog is between its store and its load; the caller polls
  * hog_work_done() and never sleeps, so only the hog's side is tested.

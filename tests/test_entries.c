@@ -292,15 +292,15 @@ struct kind {
  * CPU: not in a window's median.  Poll mode takes the caller's wake of a
  * remote hog (its poller wakes it), and hog_synchronize() asks nothing of
  * the kernel where every poller acknowledges.  A multi-CPU call's caller
- * wakes the remote hog, then its own CPU's hog, the tree's root, which
- * finds the other awake (wake.c);
+ * wakes its own CPU's hog, the tree's root, which wakes the other; a
+ * stop's caller wakes the other first (wake.c);
  * a stop's caller also takes and drops the machine-wide lock (three
  * fcntl(), src/serialize.c).
  */
 static const struct kind kinds[] = {
 	{ "hog_one_cpu, other CPU", op_one_cpu, false, false, { 1, 0 }, { 2, 2 }, 1 },
-	{ "hog_cpus, 2 CPUs", op_cpus, false, false, { 2, 1 }, { 4, 4 }, 2 },
-	{ "hog_cpus, all CPUs", op_cpus_all, true, false, { 2, 1 }, { 4, 4 }, 2 },
+	{ "hog_cpus, 2 CPUs", op_cpus, false, false, { 1, 1 }, { 5, 4 }, 2 },
+	{ "hog_cpus, all CPUs", op_cpus_all, true, false, { 1, 1 }, { 5, 4 }, 2 },
 	{ "stop_two_cpus", op_stop_two, false, true, { 5, 4 }, { 3, 3 }, 2 },
 	{ "stop_machine", op_stop, true, true, { 5, 4 }, { 3, 3 }, 2 },
 	{ "hog_synchronize", op_sync, true, false, { 1, 1 }, { 1, 0 }, 0 },
@@ -338,9 +338,9 @@ static bool watch_free(void)
 #define FANOUT 4 /* the wake tree's, set in count_calls() */
 
 /*
- * The bounds on @n hogs.  The caller wakes at most two hogs, the wake
- * tree's root and its first child (src/wake.c), and every other wake is
- * a hog's; each hog costs what
+ * The bounds on @n hogs.  The caller wakes the wake tree's root (a stop:
+ * and its first child, src/wake.c), and every other wake is a hog's;
+ * each hog costs what
  * it costs on 2, plus the wakes of its children (n - 1 in all, less the
  * one counted on 2 CPUs).  Past 2 CPUs the call outlasts the caller's
  * spin: it sleeps, and the last hog wakes it (one more each).

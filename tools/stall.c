@@ -450,6 +450,10 @@ int cmd_stall(int argc, char **argv)
 		if (once && !o.every)
 			break;
 		next += o.every;
+		/* a stall that failed late (the stop's timeout) must not
+		 * make the next ones run back to back */
+		if (next < tool_now_ns())
+			next = tool_now_ns();
 		if (o.every && (!o.count || k < o.count))
 			sleep_until(next);
 	}
