@@ -117,7 +117,10 @@ static void canary_end(const char *what)
 	atomic_store(&canary->stop, 1);
 	worst = atomic_load(&canary->worst_ns);
 	for (i = 0; i < 2; i++) {
-		since = now - atomic_load(&canary->last[i]);
+		uint64_t last = atomic_load(&canary->last[i]);
+
+		/* a canary that woke after @now was read is not late */
+		since = now > last ? now - last : 0;
 		worst = since > worst ? since : worst;
 	}
 	for (i = 0; i < 2; i++)
