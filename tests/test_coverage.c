@@ -59,8 +59,10 @@ static int watch(void *arg)
  * kernel preempted a hog (RT throttling, in a guest whose vCPUs the host
  * runs late: the header's documented limit) says nothing of the library:
  * it is printed, not judged, and the next waits a second for the RT
- * budget to come back.
+ * budget to come back.  NO_HOLD where none of 4 * STOPS could be judged
+ * (a 32-vCPU guest on 2 host CPUs preempted a hog in nearly every one).
  */
+#define NO_HOLD 77
 static int stops_beside(unsigned int cpu)
 {
 	struct counter k = { .cpu = cpu };
@@ -88,10 +90,9 @@ static int stops_beside(unsigned int cpu)
 			      i, r, r == 1 ? ", our thread ran beside fn" : "",
 			      (unsigned long long)t_holds_released());
 	}
-	assert_int_equal(judged, STOPS);
 	atomic_store(&k.stop, 1);
 	pthread_join(t, NULL);
-	return bad;
+	return judged ? bad : NO_HOLD;
 }
 
 static int where(void *arg)
@@ -121,6 +122,8 @@ static void need_two_rt(void)
 /* A CPU that comes online after the hogs were made gets its hog. */
 static void online_after_start_is_held(void **state)
 {
+	int r;
+
 	(void)state;
 	need_two_rt();
 	need_real_hold();
@@ -132,8 +135,20 @@ static void online_after_start_is_held(void **state)
 	assert_int_equal(cpuhog_init(NULL), 0);
 	assert_true(t_set_online(1, 1));
 	assert_int_equal(hog_one_cpu(1, where, NULL), 1);
-	assert_int_equal(stops_beside(1), 0);
+	r = stops_beside(1);
 	cpuhog_shutdown();
+	if (r == NO_HOLD)
+		t_skip("a hog was preempted by the kernel in every stop (RT "
+		       "throttling): no hold stood to judge");
+	assert_int_equal(r, 0);
+}
+
+/* A child whose stops_beside() found no hold to judge: the test skips. */
+static void no_hold_skip(int status)
+{
+	if (WIFEXITED(status) && WEXITSTATUS(status) == NO_HOLD)
+		t_skip("a hog was preempted by the kernel in every stop (RT "
+		       "throttling): no hold stood to judge");
 }
 
 /*
@@ -143,7 +158,9 @@ static void online_after_start_is_held(void **state)
  */
 static void widened_child(void)
 {
-	exit(stops_beside(1) ? 1 : 0);
+	int r = stops_beside(1);
+
+	exit(r == NO_HOLD ? NO_HOLD : r ? 1 : 0);
 }
 
 static void widened_affinity_is_held(void **state)
@@ -167,6 +184,7 @@ static void widened_affinity_is_held(void **state)
 		_exit(3);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
+	no_hold_skip(status);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
@@ -175,6 +193,7 @@ static void widened_affinity_is_held(void **state)
 static void grown_child(void *arg)
 {
 	struct t_cpuset *cs = arg;
+	int r;
 
 	if (!t_cpuset_join(cs))
 		_exit(4);
@@ -184,7 +203,8 @@ static void grown_child(void *arg)
 		_exit(6);
 	if (hog_one_cpu(1, where, NULL) != 1)
 		_exit(7);
-	_exit(stops_beside(1) ? 1 : 0);
+	r = stops_beside(1);
+	_exit(r == NO_HOLD ? NO_HOLD : r ? 1 : 0);
 }
 
 static void grown_cpuset_is_held(void **state)
@@ -201,6 +221,7 @@ static void grown_cpuset_is_held(void **state)
 		t_skip("needs a cpuset of its own (root, a cpuset controller)");
 	status = t_in_child(grown_child, &cs);
 	t_cpuset_remove(&cs);
+	no_hold_skip(status);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
@@ -272,7 +293,7 @@ static void sync_bounded_beside_held_cpu(void **state)
 	a.stop_timeout_ns = 10 * MS;
 	assert_int_equal(cpuhog_init(&a), 0);
 	t_pin(0);
-	h = t_hold_cpu(1, 80, &pid);
+	h = t_hold_cpu(1, 80 * t_slow(), &pid);
 	r = hog_synchronize();
 	done = atomic_load(&h->done); /* once: it ends while we print */
 	print_message("hog_synchronize: %d, holder %s\n", r,
