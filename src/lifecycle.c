@@ -701,32 +701,48 @@ static void unlock_init(int was)
 /*
  * dlclose() or exit(): the hogs must not outlive the code they run.  With
  * no call in progress the library shuts down, its hogs joined for at most
- * 250 ms (a hog queued behind another process's real-time thread is left
- * to the process's end, its context not freed).  With one in progress
- * (exit() from another thread), only the pollers are stopped, so that the
- * process does not wait for a SCHED_IDLE poller's turn on a busy CPU to
- * be gone (poll.c); the call holds the context, and the process's end
- * takes the hogs.  250 ms: it takes microseconds where they can run, and
- * a poller's rounds nap, so it gets its CPU even from a real-time thread
- * of ours there; 20 ms was too short for a 16-vCPU guest whose vCPUs the
- * host runs late.
+ * unload_until()'s time (a hog queued behind another process's real-time
+ * thread is left to the process's end, its context not freed).  With one
+ * in progress (exit() from another thread), only the pollers are
+ * stopped, so that the process does not wait for a SCHED_IDLE poller's
+ * turn on a busy CPU to be gone (poll.c); the call holds the context,
+ * and the process's end takes the hogs.  It takes microseconds where the
+ * hogs can run, and a poller's rounds nap, so it gets its CPU even from
+ * a real-time thread of ours there.
  */
+/* How long unload() waits for the hogs to go: 250 ms, or the stop
+ * timeout where that is longer (at most 10 s): a guest whose vCPUs the
+ * host runs late sets it so, and a hog not gone by then is held by
+ * someone else, as a stop would judge. */
+static struct timespec unload_until(const struct ctx *c)
+{
+	uint64_t ns = 250000000u;
+	struct timespec t;
+
+	if (c && c->stop_timeout_ns > ns)
+		ns = c->stop_timeout_ns < 10000000000u ? c->stop_timeout_ns
+						     : 10000000000u;
+	clock_gettime(CLOCK_REALTIME, &t);
+	t.tv_sec += (time_t)(ns / 1000000000u);
+	t.tv_nsec += (long)(ns % 1000000000u);
+	if (t.tv_nsec >= 1000000000) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000;
+	}
+	return t;
+}
+
 __attribute__((destructor)) static void unload(void)
 {
 	struct timespec until;
 	struct ctx *c;
 	int was;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += 250000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
 	if (cpuhog_i_self || cpuhog_i_in_call || cpuhog_i_ctx_held ||
 	    (was = lock_init()) < 0)
 		return;
 	c = cpuhog_i_ctx_quiet() ? cpuhog_i_ctx_retire() : NULL;
+	until = unload_until(c);
 	if (c && hogs_stop(c, &until))
 		ctx_free(c);
 	unlock_init(was);
@@ -735,6 +751,7 @@ __attribute__((destructor)) static void unload(void)
 	c = cpuhog_i_ctx_ref(); /* a call in progress: a shutdown now waits for
 				   us */
 	if (c) {
+		until = unload_until(c);
 		cpuhog_i_poll_exit_all(c->hogs, c->nr_hogs, &until);
 		cpuhog_i_ctx_put();
 	}
