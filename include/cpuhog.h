@@ -504,7 +504,9 @@ enum {
 	CPUHOG_END_RAN,	      /* every CPU was held and fn ran */
 	CPUHOG_END_TIMEDOUT,  /* a CPU never came: -ETIMEDOUT */
 	CPUHOG_END_NOCPU,     /* a CPU went away before fn: -ENOENT */
-	CPUHOG_END_LOCKED_OUT, /* another process's stop kept the lock */
+	/* -ETIMEDOUT after another process kept the machine-wide stop
+	 * lock past its bound (the stop went on unserialized) */
+	CPUHOG_END_LOCKED_OUT,
 };
 enum {
 	/* cpuhog_report.released: why the hold ended before fn returned */

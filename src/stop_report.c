@@ -392,7 +392,11 @@ int cpuhog_i_stop_report_end(struct ctx *c, struct stop_outcome *o, int ret)
 		return ret;
 	rep->ret = ret;
 	rep->tries = o->tries;
-	rep->ended = o->ended;
+	/* a stop that waited out the lock went on unserialized: where it
+	 * then timed out, another process's stop likely kept the CPUs */
+	rep->ended = o->ended == STOP_TIMEDOUT && o->lock_waited_out
+			     ? CPUHOG_END_LOCKED_OUT
+			     : o->ended;
 	rep->released = o->released;
 	rep->serialized = o->serialized;
 	rep->lock_waited = o->lock_waited;

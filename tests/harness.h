@@ -14,6 +14,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -396,6 +397,38 @@ static inline struct t_held *t_hold_cpu(unsigned int cpu, unsigned int ms,
 					pid_t *pid)
 {
 	return t_hold_cpu_on(cpu, ms, pid, -1);
+}
+
+/* Another process holding the machine-wide stop lock (src/serialize.c)
+ * as its own stop would, for @ms (0: until killed); @held shared. */
+static inline pid_t t_hold_stop_lock(unsigned int ms, _Atomic int *held)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	pid_t pid;
+
+	atomic_store(held, 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) { /* system calls only: the parent has threads */
+		int fd = open("/run/lock/cpuhog-stop.lock", O_RDWR);
+
+		if (fd < 0 || fcntl(fd, F_OFD_SETLKW, &fl) < 0)
+			_exit(3);
+		atomic_store(held, 1);
+		if (ms)
+			t_sleep_ms(ms);
+		else
+			pause();
+		_exit(0);
+	}
+	while (!atomic_load(held)) {
+		int status;
+
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			fail_msg("the stop lock's holder could not take it");
+		t_sleep_ms(1);
+	}
+	return pid;
 }
 
 /* Run @fn in a child process; returns its wait status. */

@@ -211,14 +211,14 @@ static void report_never_allocates(void **state)
  * may run on the CPU in the 2 ms the library watches it, then false, to
  * try again. */
 static bool names_holder(const struct cpuhog_report *rep,
-			 unsigned int victim, pid_t pid)
+			 unsigned int victim, pid_t pid, int ended)
 {
 	const struct cpuhog_report_cpu *miss = NULL;
 	unsigned int i;
 	int status;
 
 	assert_int_equal(rep->ret, -ETIMEDOUT);
-	assert_int_equal(rep->ended, CPUHOG_END_TIMEDOUT);
+	assert_int_equal(rep->ended, ended);
 	assert_int_equal(rep->fn_runs, 0);
 	assert_int_equal(CPU_COUNT(&rep->ran), 0);
 	assert_int_equal(rep->all_held_ns, 0);
@@ -259,32 +259,32 @@ static bool names_holder(const struct cpuhog_report *rep,
 }
 
 /* One stop against a holder of @victim: true if the report named it;
- * false also where another process's stop kept the stop lock. */
+ * false also where another process's stop had the stop lock. */
 static bool stop_names_holder(unsigned int victim, unsigned int *locked)
 {
 	struct cpuhog_report rep;
 	struct t_held *h;
-	int status;
+	int status, r;
 	pid_t pid;
 
 	atomic_store(&runs, 0);
 	h = t_hold_cpu(victim, 80 * t_slow() * t_many(), &pid);
 	report_init(&rep);
-	assert_int_equal(stop_machine_report(spin, NULL, 0, NULL, &rep),
-			 -ETIMEDOUT);
-	if (rep.ended == CPUHOG_END_LOCKED_OUT) {
-		/* another process's stop (another test's) kept the
-		 * machine-wide lock, waiting for the held CPU itself */
-		assert_int_equal(rep.nr_cpu, 0);
-		assert_int_equal(rep.tries, 0);
+	r = stop_machine_report(spin, NULL, 0, NULL, &rep);
+	if (rep.lock_waited) {
+		/* another process's stop had the machine-wide lock, waiting
+		 * for the held CPU itself: what ours met then was that stop
+		 * (its end, or its hogs), not only the holder */
+		assert_true(r == 0 || r == -ETIMEDOUT);
 		assert_int_equal(waitpid(pid, &status, 0), pid);
-		print_message("locked out by another process's stop\n");
+		print_message("another process's stop had the stop lock\n");
 		++*locked;
 		return false;
 	}
+	assert_int_equal(r, -ETIMEDOUT);
 	assert_int_equal(atomic_load(&h->done), 0); /* still held: no hang */
 	assert_int_equal(atomic_load(&runs), 0);
-	return names_holder(&rep, victim, pid);
+	return names_holder(&rep, victim, pid, CPUHOG_END_TIMEDOUT);
 }
 
 /* One hog_synchronize_report() against a holder of @victim: true if
@@ -299,7 +299,7 @@ static bool sync_names_holder(unsigned int victim)
 	report_init(&rep);
 	assert_int_equal(hog_synchronize_report(&rep), -ETIMEDOUT);
 	assert_int_equal(atomic_load(&h->done), 0); /* still held: no hang */
-	return names_holder(&rep, victim, pid);
+	return names_holder(&rep, victim, pid, CPUHOG_END_TIMEDOUT);
 }
 
 /* The library again with a short stop timeout, the caller on @mine. */
@@ -329,8 +329,56 @@ static void report_names_the_holder(void **state)
 		t_sleep_ms(100);
 	cpuhog_shutdown();
 	if (tries == 6 && locked == 6)
-		t_skip("other processes' stops kept the stop lock at each try");
+		t_skip("other processes' stops had the stop lock at each try");
 	assert_true(tries < 6);
+}
+
+/*
+ * A stop that waited out the machine-wide lock (a squatter kept it past
+ * four stop timeouts), went on unserialized and then timed out says so:
+ * CPUHOG_END_LOCKED_OUT, not held, fn run nowhere; the CPU it missed is
+ * still named.
+ */
+static void report_locked_out(void **state)
+{
+	_Atomic int *lock_held = mmap(NULL, sizeof(*lock_held),
+				      PROT_READ | PROT_WRITE,
+				      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	unsigned int victim = t_nth_cpu(1), mine = t_nth_cpu(0);
+	struct cpuhog_report rep;
+	struct cpuhog_info in;
+	struct t_held *h;
+	pid_t squatter, pid;
+	int status, r;
+
+	(void)state;
+	assert_true(lock_held != MAP_FAILED);
+	if (victim == mine || !t_can_rt())
+		t_skip("needs two hogged CPUs and SCHED_FIFO");
+	short_timeout(mine);
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	if (!in.stop_serialized)
+		t_skip("/run/lock/cpuhog-stop.lock cannot be had here: stops "
+		       "are not serialized between processes");
+	squatter = t_hold_stop_lock(0, lock_held);
+	atomic_store(&runs, 0);
+	/* the lock's bound (60 ms) and the stop's timeout (15 ms) within
+	 * the hold */
+	h = t_hold_cpu(victim, 150 * t_slow() * t_many(), &pid);
+	report_init(&rep);
+	r = stop_machine_report(spin, NULL, 0, NULL, &rep);
+	kill(squatter, SIGKILL);
+	assert_int_equal(waitpid(squatter, &status, 0), squatter);
+	assert_int_equal(r, -ETIMEDOUT);
+	assert_int_equal(atomic_load(&h->done), 0); /* still held: no hang */
+	assert_true(rep.lock_waited);
+	assert_false(rep.serialized);
+	assert_int_equal(atomic_load(&runs), 0);
+	/* the holder named, or (asserted there) another process's hog
+	 * that came to CPU @victim unserialized too */
+	names_holder(&rep, victim, pid, CPUHOG_END_LOCKED_OUT);
+	cpuhog_shutdown();
+	munmap((void *)lock_held, sizeof(*lock_held));
 }
 
 /* ---- hog_synchronize_report() that times out names the holder ---- */
@@ -521,6 +569,7 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(report_arguments),
 	cmocka_unit_test(report_never_allocates),
 	cmocka_unit_test(report_names_the_holder),
+	cmocka_unit_test(report_locked_out),
 	cmocka_unit_test(report_overrun_releases),
 	cmocka_unit_test(report_hog_cpus),
 	cmocka_unit_test(report_synchronize),

@@ -730,35 +730,10 @@ static void two_processes_stop_together(void **state)
 /*
  * Another process holding the machine-wide stop lock, as its own stop
  * would: ours waits for it, then runs; held past the lock's bound (four
- * stop timeouts), ours gives up with fn run nowhere; and a holder that
- * dies frees it (the kernel drops an open file description's lock with
- * its last descriptor).
+ * stop timeouts: a squatter), ours goes on unserialized and runs; and a
+ * holder that dies frees it (the kernel drops an open file description's
+ * lock with its last descriptor).
  */
-static pid_t hold_stop_lock(unsigned int ms, _Atomic int *held)
-{
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
-	pid_t pid;
-
-	atomic_store(held, 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) { /* system calls only: the parent has threads */
-		int fd = open("/run/lock/cpuhog-stop.lock", O_RDWR);
-
-		if (fd < 0 || fcntl(fd, F_OFD_SETLKW, &fl) < 0)
-			_exit(3);
-		atomic_store(held, 1);
-		if (ms)
-			t_sleep_ms(ms);
-		else
-			pause();
-		_exit(0);
-	}
-	while (!atomic_load(held))
-		t_sleep_ms(1);
-	return pid;
-}
-
 static void stop_serialized_with_other_processes(void **state)
 {
 	_Atomic int *held = mmap(NULL, sizeof(*held), PROT_READ | PROT_WRITE,
@@ -780,7 +755,7 @@ static void stop_serialized_with_other_processes(void **state)
 		t_skip("/run/lock/cpuhog-stop.lock cannot be had here: stops "
 		       "are not serialized between processes");
 	/* held for less than the bound: the stop waits, then runs */
-	pid = hold_stop_lock(30 * t_slow() * t_load(), held);
+	pid = t_hold_stop_lock(30 * t_slow() * t_load(), held);
 	memset(ran_on, 0, sizeof(ran_on));
 	r = cpuhog_i_stop_outcome(count_here, NULL, 0, NULL, false, 0, 0, &o);
 	assert_int_equal(r, 0);
@@ -791,7 +766,7 @@ static void stop_serialized_with_other_processes(void **state)
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	/* held past it (a squatter on the file): the stop goes on
 	 * unserialized, as well as it can, rather than fail */
-	pid = hold_stop_lock(0, held);
+	pid = t_hold_stop_lock(0, held);
 	memset(ran_on, 0, sizeof(ran_on));
 	r = cpuhog_i_stop_outcome(count_here, NULL, 0, NULL, false, 0, 0, &o);
 	assert_int_equal(r, 0);

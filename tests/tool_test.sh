@@ -74,10 +74,14 @@ if [ "$(id -u)" = 0 ] && command -v chrt >/dev/null && command -v prlimit >/dev/
 	$B info 2>/dev/null | grep -q "SCHED_FIFO" && [ "$($B info --json | grep -c '"nr_hogs": [2-9]')" -gt 0 ]; then
 	c0=$(echo "$cpus" | sed 's/[-,].*//') c1=$(echo "$cpus" | sed -E 's/^[0-9]+[-,]([0-9]+).*/\1/')
 	# the hogs must be up before the spinner comes (cpuhog_init() waits
-	# for each): the first stall succeeds, the second meets the spinner,
-	# and the run goes on to a third (it ends with the failure's status)
+	# for each): the first stall succeeds, a later one meets the spinner,
+	# and the run goes on to the fourth (it ends with the failure's status).
+	# Beside another process's stops, a stall may first wait for the
+	# machine-wide lock, up to one of theirs (it waits for the spinner
+	# too): 100 ms apart, the spinner's 700 ms covers that wait and the
+	# stall's own 200 ms timeout.
 	f=/tmp/cpuhog-stall-held.$$
-	"$B" stall -c all -D 5ms -i 300ms -l 3 >"$f" 2>&1 &
+	"$B" stall -c all -D 5ms -i 100ms -l 4 >"$f" 2>&1 &
 	stall=$!
 	n=0
 	while ! grep -q "^stall 1:" "$f" && [ $n -lt 500 ]; do sleep 0.01; n=$((n + 1)); done
@@ -96,7 +100,7 @@ if [ "$(id -u)" = 0 ] && command -v chrt >/dev/null && command -v prlimit >/dev/
 	# the spinner's pid where /proc told it (a guest's may not: any pid,
 	# still a shell at FIFO 99 on that CPU)
 	tries=$(echo "$out" | grep -cE "^stall [0-9]+:|stop_machine failed")
-	if [ "$rc" = 1 ] && [ "$tries" = 3 ] &&
+	if [ "$rc" = 1 ] && [ "$tries" = 4 ] &&
 		echo "$out" | grep -q "CPU $c1 never came: pid ${holder:-[0-9]*} tid [0-9]* (sh) at SCHED_FIFO 99"; then
 		ok
 	elif [ "$rc" = 1 ] && echo "$out" | grep -q "kept the machine-wide stop lock"; then

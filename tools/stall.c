@@ -210,7 +210,8 @@ static void say_missing(const struct cpuhog_report *rep)
 
 	if (rep->ended == CPUHOG_END_LOCKED_OUT)
 		fprintf(stderr, "cpuhog stall: another process's stop kept the "
-				"machine-wide stop lock\n");
+				"machine-wide stop lock past its bound: this "
+				"one went on unserialized\n");
 	for (i = 0; i < report_len(rep); i++) {
 		const struct cpuhog_report_cpu *c = &rep->cpu[i];
 
