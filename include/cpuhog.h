@@ -531,8 +531,9 @@ struct cpuhog_report_cpu {
 	uint64_t released_ns; /* its hog stopped holding (left, or slept) */
 	/* CPUHOG_RC_MISSING: the task found running there: of the
 	 * runnable tasks last on this CPU (/proc/PID/task/TID/stat, hogs
-	 * of ours aside), the one that ran in the next 2 ms (schedstat),
-	 * the highest priority breaking a tie; pid 0: none found.  A
+	 * of ours aside), the one that ran while watched (schedstat, up to
+	 * 25 ms: /proc's times move at the scheduler's tick), the highest
+	 * priority breaking a tie; pid 0: none found.  A
 	 * snapshot, taken after the stop gave up: the holder may have
 	 * moved or gone. */
 	pid_t pid, tid;
@@ -675,7 +676,7 @@ CPUHOG_API int hog_synchronize(void);
  * happen); no flags for a CPU whose hog was never asked (the call gave
  * up waiting for its previous work first).  On -ETIMEDOUT each missing
  * CPU names the task that ran there, as stop_machine_report() does (it
- * may then allocate, and reads /proc for about 2 ms).  CPUs out of reach (offline,
+ * may then allocate, and reads /proc for up to 25 ms).  CPUs out of reach (offline,
  * outside the cpuset), which the kernel's barrier covers, are not in it.
  * held_ns, hold_ns, held, released, serialized and lock_waited stay 0.
  * Context: as hog_synchronize().

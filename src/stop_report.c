@@ -277,13 +277,19 @@ static uint64_t run_time(pid_t pid, pid_t tid)
 }
 
 #define SUSPECTS 64 /* runnable tasks on the missing CPUs, at most */
+/* How long the suspects are watched, at most, in looks 1 ms apart: a
+ * running task's time in /proc grows only at the scheduler's tick (every
+ * 10 ms at HZ=100), so two ticks, where the holder has not shown itself
+ * sooner. */
+#define WATCH_LOOKS 25
 
 struct suspect {
 	pid_t pid, tid;
 	unsigned int cpu;
 	int prio, policy;
 	char comm[16];
-	uint64_t ran; /* time on CPU, then how much it grew */
+	uint64_t ran0; /* time on CPU at the first look */
+	uint64_t ran;  /* how much it grew since */
 };
 
 /* Whether @x holds its CPU rather than @y: it ran meanwhile (the
@@ -297,16 +303,59 @@ static bool before(const struct suspect *x, const struct suspect *y)
 	return x->ran > y->ran;
 }
 
+/* Whether each missing CPU of @rep (its first @m) with a suspect has
+ * one whose time grew: its holder found. */
+static bool holders_seen(const struct cpuhog_report *rep, unsigned int m,
+			 const struct suspect *sus, unsigned int ns)
+{
+	unsigned int i, k;
+
+	for (i = 0; i < m; i++) {
+		bool any = false, grew = false;
+
+		if (!(rep->cpu[i].flags & CPUHOG_RC_MISSING))
+			continue;
+		for (k = 0; k < ns; k++)
+			if (sus[k].cpu == rep->cpu[i].cpu) {
+				any = true;
+				grew = grew || sus[k].ran > 0;
+			}
+		if (any && !grew)
+			return false;
+	}
+	return true;
+}
+
+/* The suspects watched until each missing CPU's holder has run, or for
+ * WATCH_LOOKS: a queue of runnable tasks has one on the CPU, and two at
+ * one priority (a spinner and another process's hog queued behind it)
+ * tell apart only by which of them ran. */
+static void watch(const struct cpuhog_report *rep, unsigned int m,
+		  struct suspect *sus, unsigned int ns)
+{
+	struct timespec nap = { 0, 1000000 };
+	unsigned int look, k;
+
+	for (look = 0; look < WATCH_LOOKS && !holders_seen(rep, m, sus, ns);
+	     look++) {
+		nanosleep(&nap, NULL);
+		for (k = 0; k < ns; k++) {
+			uint64_t t = run_time(sus[k].pid, sus[k].tid);
+
+			sus[k].ran = t > sus[k].ran0 ? t - sus[k].ran0 : 0;
+		}
+	}
+}
+
 /* Who runs on the missing CPUs of the report's array: the runnable
  * tasks last there (hogs of ours aside), and of those the one that ran
- * in the next 2 ms, as schedstat tells (a queue of runnable tasks has
- * one on the CPU: the highest priority breaks a tie). */
+ * while watched, as schedstat tells (the highest priority breaks a
+ * tie). */
 static void who_ran(struct ctx *c, struct cpuhog_report *rep)
 {
 	unsigned int i, k, ns = 0,
 			m = rep->nr_cpu < rep->cpu_len ? rep->nr_cpu
 						       : rep->cpu_len;
-	struct timespec nap = { 0, 2000000 };
 	DIR *proc = opendir("/proc"), *tasks;
 	struct suspect *sus;
 	struct dirent *pe, *te;
@@ -344,7 +393,7 @@ static void who_ran(struct ctx *c, struct cpuhog_report *rep)
 				    (rep->cpu[i].flags & CPUHOG_RC_MISSING))
 					break;
 			if (i < m) {
-				x->ran = run_time(pid, x->tid);
+				x->ran0 = run_time(pid, x->tid);
 				ns++;
 			}
 		}
@@ -353,12 +402,7 @@ static void who_ran(struct ctx *c, struct cpuhog_report *rep)
 	closedir(proc);
 	if (!sus)
 		return;
-	nanosleep(&nap, NULL);
-	for (k = 0; k < ns; k++) {
-		uint64_t t = run_time(sus[k].pid, sus[k].tid);
-
-		sus[k].ran = t > sus[k].ran ? t - sus[k].ran : 0;
-	}
+	watch(rep, m, sus, ns);
 	for (i = 0; i < m; i++) {
 		struct cpuhog_report_cpu *rc = &rep->cpu[i];
 		struct suspect *best = NULL;

@@ -8,6 +8,7 @@
  */
 #include "harness.h"
 
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 void *__real_malloc(size_t n);
@@ -302,14 +303,15 @@ static bool sync_names_holder(unsigned int victim)
 	return names_holder(&rep, victim, pid, CPUHOG_END_TIMEDOUT);
 }
 
-/* The library again with a short stop timeout, the caller on @mine. */
-static void short_timeout(unsigned int mine)
+/* The library again with a short stop timeout, @ms, the caller on
+ * @mine. */
+static void short_timeout(unsigned int mine, unsigned int ms)
 {
 	struct cpuhog_attr a;
 
 	cpuhog_shutdown();
 	cpuhog_attr_init(&a);
-	a.stop_timeout_ns = 15 * MS;
+	a.stop_timeout_ns = ms * MS;
 	assert_int_equal(cpuhog_init(&a), 0);
 	t_pin(mine);
 }
@@ -322,7 +324,7 @@ static void report_names_the_holder(void **state)
 	(void)state;
 	if (victim == mine || !t_can_rt())
 		t_skip("needs two hogged CPUs and SCHED_FIFO");
-	short_timeout(mine);
+	short_timeout(mine, 15);
 	spin_ns = 0;
 	for (tries = 0; tries < 6 && !stop_names_holder(victim, &locked);
 	     tries++)
@@ -331,6 +333,98 @@ static void report_names_the_holder(void **state)
 	if (tries == 6 && locked == 6)
 		t_skip("other processes' stops had the stop lock at each try");
 	assert_true(tries < 6);
+}
+
+/* A task of another process at the holder's priority, queued on @cpu
+ * behind it once @go is written to: named as another process's hog
+ * would be, and earlier in /proc (forked first). */
+static pid_t queue_decoy(unsigned int cpu, int go)
+{
+	struct sched_param sp = { .sched_priority = 99 };
+	pid_t pid = fork();
+	char byte;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		t_pin(cpu);
+		prctl(PR_SET_NAME, "cpuhog/decoy");
+		if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0 ||
+		    read(go, &byte, 1) != 1)
+			_exit(3);
+		_exit(0); /* once the holder lets it run */
+	}
+	return pid;
+}
+
+/* One stop against a holder of @victim with a decoy queued behind it:
+ * true if the report named the holder, the task that ran; false where
+ * another process's stop had the stop lock (*@locked counts it). */
+static bool names_running_holder(unsigned int victim, unsigned int *locked)
+{
+	const struct cpuhog_report_cpu *miss = NULL;
+	struct cpuhog_report rep;
+	int go[2], status, r;
+	pid_t decoy, pid;
+	unsigned int i;
+
+	assert_int_equal(pipe(go), 0);
+	decoy = queue_decoy(victim, go[0]);
+	t_hold_cpu(victim, 80 * t_slow() * t_many(), &pid);
+	assert_int_equal(write(go[1], "g", 1), 1); /* runnable, queued */
+	t_sleep_ms(1);
+	report_init(&rep);
+	r = stop_machine_report(spin, NULL, 0, NULL, &rep);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_int_equal(waitpid(decoy, &status, 0), decoy);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(go[0]);
+	close(go[1]);
+	if (rep.lock_waited) { /* what ours met then was that stop */
+		++*locked;
+		return false;
+	}
+	assert_int_equal(r, -ETIMEDOUT);
+	for (i = 0; i < rep.nr_cpu; i++)
+		if (rc[i].cpu == victim)
+			miss = &rc[i];
+	assert_non_null(miss);
+	assert_true(miss->flags & CPUHOG_RC_MISSING);
+	print_message("CPU %u: pid %d (%s), %u runnable; the holder %d, the "
+		      "decoy %d\n", victim, (int)miss->pid, miss->comm,
+		      miss->nr_running, (int)pid, (int)decoy);
+	assert_true(miss->nr_running >= 2);
+	assert_int_equal(miss->pid, pid);
+	return true;
+}
+
+/*
+ * Two tasks at one priority on the missing CPU, the holder spinning and
+ * a decoy queued behind it (another process's hog looks so beside a
+ * spinner): the report names the one that ran.  /proc's run times move
+ * at the scheduler's tick: a 2 ms look saw neither run, about half the
+ * time at 250 Hz, and named whichever /proc listed first.
+ */
+static void report_names_the_running_holder(void **state)
+{
+	unsigned int victim = t_nth_cpu(1), mine = t_nth_cpu(0), tries,
+		     locked = 0, judged = 0;
+
+	(void)state;
+	if (victim == mine || !t_can_rt())
+		t_skip("needs two hogged CPUs and SCHED_FIFO");
+	short_timeout(mine, 15);
+	spin_ns = 0;
+	/* three judged: a short look may see a tick by chance */
+	for (tries = 0; tries < 8 && judged < 3; tries++) {
+		if (tries)
+			t_sleep_ms(100);
+		judged += names_running_holder(victim, &locked);
+	}
+	cpuhog_shutdown();
+	if (judged == 0)
+		t_skip("other processes' stops had the stop lock at each try");
+	print_message("%u stops judged, %u met another's stop lock\n",
+		      judged, locked);
 }
 
 /*
@@ -355,16 +449,16 @@ static void report_locked_out(void **state)
 	assert_true(lock_held != MAP_FAILED);
 	if (victim == mine || !t_can_rt())
 		t_skip("needs two hogged CPUs and SCHED_FIFO");
-	short_timeout(mine);
+	short_timeout(mine, 5);
 	assert_int_equal(cpuhog_get_info(&in), 0);
 	if (!in.stop_serialized)
 		t_skip("/run/lock/cpuhog-stop.lock cannot be had here: stops "
 		       "are not serialized between processes");
 	squatter = t_hold_stop_lock(0, lock_held);
 	atomic_store(&runs, 0);
-	/* the lock's bound (60 ms) and the stop's timeout (15 ms) within
+	/* the lock's bound (20 ms) and the stop's timeout (5 ms) within
 	 * the hold */
-	h = t_hold_cpu(victim, 150 * t_slow() * t_many(), &pid);
+	h = t_hold_cpu(victim, 80 * t_slow() * t_many(), &pid);
 	report_init(&rep);
 	r = stop_machine_report(spin, NULL, 0, NULL, &rep);
 	kill(squatter, SIGKILL);
@@ -389,7 +483,7 @@ static void report_synchronize_names_holder(void **state)
 	(void)state;
 	if (victim == mine || !t_can_rt())
 		t_skip("needs two hogged CPUs and SCHED_FIFO");
-	short_timeout(mine);
+	short_timeout(mine, 15);
 	for (tries = 0; tries < 6 && !sync_names_holder(victim); tries++)
 		t_sleep_ms(100);
 	cpuhog_shutdown();
@@ -570,6 +664,7 @@ static const struct CMUnitTest tests[] = {
 	cmocka_unit_test(report_never_allocates),
 	cmocka_unit_test(report_names_the_holder),
 	cmocka_unit_test(report_locked_out),
+	cmocka_unit_test(report_names_the_running_holder),
 	cmocka_unit_test(report_overrun_releases),
 	cmocka_unit_test(report_hog_cpus),
 	cmocka_unit_test(report_synchronize),
