@@ -531,7 +531,7 @@ struct cpuhog_report_cpu {
 	uint64_t released_ns; /* its hog stopped holding (left, or slept) */
 	/* CPUHOG_RC_MISSING: the task found running there: of the
 	 * runnable tasks last on this CPU (/proc/PID/task/TID/stat, hogs
-	 * of ours aside), the one that ran while watched (schedstat, up to
+	 * of ours and the calling thread aside), the one that ran while watched (schedstat, up to
 	 * 25 ms: /proc's times move at the scheduler's tick), the highest
 	 * priority breaking a tie; pid 0: none found.  A
 	 * snapshot, taken after the stop gave up: the holder may have

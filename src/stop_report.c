@@ -211,11 +211,15 @@ void cpuhog_i_call_report_hogs(struct ctx *c, unsigned int n, bool pushed,
 	}
 }
 
-/* Whether @tid is a hog of ours (it waits on its CPU too). */
-static bool is_hog(struct ctx *c, pid_t tid)
+/* Whether @tid is ours to leave out: a hog (it waits on its CPU too),
+ * or the caller, which runs while it reads /proc, perhaps on a missing
+ * CPU its holder has since left. */
+static bool is_ours(struct ctx *c, pid_t tid)
 {
 	unsigned int i;
 
+	if (tid == gettid())
+		return true;
 	for (i = 0; c && i < c->nr_hogs; i++)
 		if (c->hogs[i].tid == tid)
 			return true;
@@ -382,7 +386,7 @@ static void who_ran(struct ctx *c, struct cpuhog_report *rep)
 
 			x->pid = pid;
 			x->tid = (pid_t)atoi(te->d_name);
-			if (x->tid <= 0 || is_hog(c, x->tid))
+			if (x->tid <= 0 || is_ours(c, x->tid))
 				continue;
 			snprintf(path, sizeof(path), "%d/stat", (int)x->tid);
 			if (read_task(dirfd(tasks), path, &x->cpu, &x->prio,
