@@ -73,34 +73,37 @@ cpus=$($B info 2>/dev/null | sed -n 's/^CPUs hogged: *//p')
 if [ "$(id -u)" = 0 ] && command -v chrt >/dev/null && command -v prlimit >/dev/null &&
 	$B info 2>/dev/null | grep -q "SCHED_FIFO" && [ "$($B info --json | grep -c '"nr_hogs": [2-9]')" -gt 0 ]; then
 	c0=$(echo "$cpus" | sed 's/[-,].*//') c1=$(echo "$cpus" | sed -E 's/^[0-9]+[-,]([0-9]+).*/\1/')
-	# the hogs must be up before the spinner comes (cpuhog_init() waits
-	# for each): the first stall succeeds, a later one meets the spinner,
-	# and the run goes on to the fourth (it ends with the failure's status).
+	# the hogs must be up before the spinner spins (cpuhog_init() waits
+	# for each): the spinner waits on a FIFO until the first stall has
+	# succeeded, a later one meets it, and the run goes on to the sixth
+	# (it ends with the failure's status).  Started beforehand, so that
+	# its fork and four execs (slow in a guest) are done by then.
 	# Beside another process's stops, a stall may first wait for the
 	# machine-wide lock, up to one of theirs (it waits for the spinner
 	# too): 100 ms apart, the spinner's 700 ms covers that wait and the
 	# stall's own 200 ms timeout.
-	f=/tmp/cpuhog-stall-held.$$
-	"$B" stall -c all -D 5ms -i 100ms -l 4 >"$f" 2>&1 &
+	f=/tmp/cpuhog-stall-held.$$ go=/tmp/cpuhog-stall-go.$$
+	rm -f "$go" && mkfifo "$go"
+	taskset -c "$c0" timeout -s KILL 10 chrt -f 99 taskset -c "$c1" \
+		prlimit --rttime=700000:700000 sh -c "read x <$go; while :; do :; done" &
+	spinner=$!
+	"$B" stall -c all -D 5ms -i 100ms -l 6 >"$f" 2>&1 &
 	stall=$!
 	n=0
-	while ! grep -q "^stall 1:" "$f" && [ $n -lt 500 ]; do sleep 0.01; n=$((n + 1)); done
-	taskset -c "$c0" timeout -s KILL 2 chrt -f 99 taskset -c "$c1" \
-		prlimit --rttime=700000:700000 sh -c 'while :; do :; done' &
-	spinner=$!
-	sleep 0.05
+	while ! grep -qs "^stall 1:" "$f" && [ $n -lt 1000 ]; do sleep 0.01; n=$((n + 1)); done
 	# timeout's child (chrt, taskset, prlimit exec on to sh), from /proc:
 	# the guests have no pgrep
 	holder=$(cat /proc/"$spinner"/task/*/children 2>/dev/null | awk '{ print $1; exit }')
+	echo go >"$go"
 	wait "$stall"
 	rc=$?
 	out=$(cat "$f")
-	rm -f "$f"
+	rm -f "$f" "$go"
 	wait "$spinner" 2>/dev/null
 	# the spinner's pid where /proc told it (a guest's may not: any pid,
 	# still a shell at FIFO 99 on that CPU)
 	tries=$(echo "$out" | grep -cE "^stall [0-9]+:|stop_machine failed")
-	if [ "$rc" = 1 ] && [ "$tries" = 4 ] &&
+	if [ "$rc" = 1 ] && [ "$tries" = 6 ] &&
 		echo "$out" | grep -q "CPU $c1 never came: pid ${holder:-[0-9]*} tid [0-9]* (sh) at SCHED_FIFO 99"; then
 		ok
 	elif [ "$rc" = 1 ] && echo "$out" | grep -q "kept the machine-wide stop lock"; then
