@@ -487,9 +487,13 @@ static void *competitor(void *arg)
 	return NULL;
 }
 
-static int spin_4ms(void *arg)
+/* Longer than CFS's longest slice for two tasks (sched_latency 24 ms
+ * at 8 CPUs or more, halved), which a shorter callback that sleeps
+ * between calls never reaches: kernels before EEVDF preempt it only at
+ * a slice's end. */
+static int spin_20ms(void *arg)
 {
-	uint64_t end = t_now() + 4 * MS;
+	uint64_t end = t_now() + 20 * MS;
 
 	(void)arg;
 	while (t_now() < end)
@@ -599,16 +603,16 @@ static void preempted_calls(void)
 	p0 = preemptions_of(comm);
 	s0 = slept_now();
 	pthread_create(&t, NULL, competitor, (void *)(uintptr_t)cpu);
-	/* 40 callbacks, then more until the hog was preempted 3 times:
-	 * a competitor of the same weight on its CPU preempts it within a
-	 * few ticks, so 2 s (the knob's) without is a hang-catcher's
+	/* 10 callbacks, then more until the hog was preempted 3 times:
+	 * a competitor of the same weight on its CPU preempts each within
+	 * a slice, so 2 s (the knob's) without is a hang-catcher's
 	 * verdict, not a busy machine's skip (CPU-bound jobs beside it
 	 * preempt the hog more, not less) */
 	end = t_now() + t_bound(2000 * MS);
-	for (i = 0; i < 40 || (p1 = preemptions_of(comm)) - p0 < 3; i++) {
-		if (hog_one_cpu(cpu, spin_4ms, NULL) != 0)
+	for (i = 0; i < 10 || (p1 = preemptions_of(comm)) - p0 < 3; i++) {
+		if (hog_one_cpu(cpu, spin_20ms, NULL) != 0)
 			_exit(3);
-		if (i >= 40 && t_now() > end)
+		if (i >= 10 && t_now() > end)
 			break;
 	}
 	atomic_store(&compete_stop, 1);
@@ -629,7 +633,7 @@ static void preempted_calls(void)
 
 /*
  * Hogs without real-time privilege share their CPU with a spinner of the
- * same weight, and each 4 ms callback is preempted: preempted is not
+ * same weight, and each 20 ms callback is preempted: preempted is not
  * asleep, on a baseline read or carried, and carried across a wait that
  * a SIGSTOP made block twice.
  */
