@@ -84,7 +84,7 @@ if [ "$(id -u)" = 0 ] && command -v chrt >/dev/null && command -v prlimit >/dev/
 	# stall's own 200 ms timeout.
 	f=/tmp/cpuhog-stall-held.$$ go=/tmp/cpuhog-stall-go.$$
 	rm -f "$go" && mkfifo "$go"
-	taskset -c "$c0" timeout -s KILL 10 chrt -f 99 taskset -c "$c1" \
+	taskset -c "$c0" timeout -s KILL 30 chrt -f 99 taskset -c "$c1" \
 		prlimit --rttime=700000:700000 sh -c "read x <$go; while :; do :; done" &
 	spinner=$!
 	"$B" stall -c all -D 5ms -i 100ms -l 6 >"$f" 2>&1 &
@@ -94,7 +94,8 @@ if [ "$(id -u)" = 0 ] && command -v chrt >/dev/null && command -v prlimit >/dev/
 	# timeout's child (chrt, taskset, prlimit exec on to sh), from /proc:
 	# the guests have no pgrep
 	holder=$(cat /proc/"$spinner"/task/*/children 2>/dev/null | awk '{ print $1; exit }')
-	echo go >"$go"
+	# read-write: never blocks, whether or not the spinner still reads
+	echo go 1<>"$go"
 	wait "$stall"
 	rc=$?
 	out=$(cat "$f")
