@@ -83,7 +83,9 @@ if [ "$(id -u)" = 0 ] && command -v chrt >/dev/null && command -v prlimit >/dev/
 	# too): 100 ms apart, the spinner's 700 ms covers that wait and the
 	# stall's own 200 ms timeout.
 	f=/tmp/cpuhog-stall-held.$$ go=/tmp/cpuhog-stall-go.$$
-	rm -f "$go" && mkfifo "$go"
+	# held open read-write here: the spinner's open never waits for a
+	# writer, and the release's write never waits for a reader
+	rm -f "$go" && mkfifo "$go" && exec 3<>"$go"
 	taskset -c "$c0" timeout -s KILL 30 chrt -f 99 taskset -c "$c1" \
 		prlimit --rttime=700000:700000 sh -c "read x <$go; while :; do :; done" &
 	spinner=$!
@@ -94,11 +96,11 @@ if [ "$(id -u)" = 0 ] && command -v chrt >/dev/null && command -v prlimit >/dev/
 	# timeout's child (chrt, taskset, prlimit exec on to sh), from /proc:
 	# the guests have no pgrep
 	holder=$(cat /proc/"$spinner"/task/*/children 2>/dev/null | awk '{ print $1; exit }')
-	# read-write: never blocks, whether or not the spinner still reads
-	echo go 1<>"$go"
+	echo go >&3
 	wait "$stall"
 	rc=$?
 	out=$(cat "$f")
+	exec 3>&-
 	rm -f "$f" "$go"
 	wait "$spinner" 2>/dev/null
 	# the spinner's pid where /proc told it (a guest's may not: any pid,
