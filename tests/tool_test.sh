@@ -89,13 +89,22 @@ if [ "$(id -u)" = 0 ] && command -v chrt >/dev/null && command -v prlimit >/dev/
 	taskset -c "$c0" timeout -s KILL 30 chrt -f 99 taskset -c "$c1" \
 		prlimit --rttime=700000:700000 sh -c "read x <$go; while :; do :; done" &
 	spinner=$!
+	# its execs at FIFO 99 over, asleep in its read, before the stall
+	# (in a guest they outlast a stop's timeout): timeout's child
+	# (chrt, taskset, prlimit exec on to sh), from /proc, where /proc
+	# tells it (the guests have no pgrep), else 3 s
+	n=0
+	while [ $n -lt 300 ]; do
+		holder=$(cat /proc/"$spinner"/task/*/children 2>/dev/null | awk '{ print $1; exit }')
+		[ -n "$holder" ] && [ "$(cat /proc/"$holder"/comm 2>/dev/null)" = sh ] &&
+			grep -q '^State:.*S' /proc/"$holder"/status 2>/dev/null && break
+		sleep 0.01
+		n=$((n + 1))
+	done
 	"$B" stall -c all -D 5ms -i 100ms -l 6 >"$f" 2>&1 &
 	stall=$!
 	n=0
-	while ! grep -qs "^stall 1:" "$f" && [ $n -lt 1000 ]; do sleep 0.01; n=$((n + 1)); done
-	# timeout's child (chrt, taskset, prlimit exec on to sh), from /proc:
-	# the guests have no pgrep
-	holder=$(cat /proc/"$spinner"/task/*/children 2>/dev/null | awk '{ print $1; exit }')
+	while ! grep -qsE "^stall 1:|stop_machine failed" "$f" && [ $n -lt 1000 ]; do sleep 0.01; n=$((n + 1)); done
 	echo go >&3
 	wait "$stall"
 	rc=$?
