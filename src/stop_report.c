@@ -352,9 +352,9 @@ static void watch(const struct cpuhog_report *rep, unsigned int m,
 }
 
 /* Who runs on the missing CPUs of the report's array: the runnable
- * tasks last there (hogs of ours aside), and of those the one that ran
- * while watched, as schedstat tells (the highest priority breaks a
- * tie). */
+ * tasks last there (hogs of ours and the caller aside), and of those the
+ * one that ran while watched, as schedstat tells (the highest priority
+ * breaks a tie). */
 static void who_ran(struct ctx *c, struct cpuhog_report *rep)
 {
 	unsigned int i, k, ns = 0,
