@@ -474,6 +474,28 @@ static inline uint64_t t_holds_released(void)
 	return in.holds_released;
 }
 
+/* The tid of our thread named @comm (/proc/self/task/TID/comm), or
+ * whose name begins so where @prefix; 0: none. */
+static inline pid_t t_tid_named(const char *comm, bool prefix)
+{
+	DIR *d = opendir("/proc/self/task");
+	size_t len = strlen(comm);
+	char path[300], buf[64];
+	struct dirent *e;
+	pid_t tid = 0;
+
+	while (d && !tid && (e = readdir(d))) {
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 e->d_name);
+		if (e->d_name[0] != '.' && t_slurp(path, buf, sizeof(buf)) &&
+		    !strncmp(buf, comm, len) && (prefix || buf[len] == '\n'))
+			tid = (pid_t)atoi(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return tid;
+}
+
 /*
  * The hogs' involuntary context switches, summed (/proc/self/task/
  * TID/status): it moves only when the kernel took a CPU from a hog, which

@@ -504,27 +504,15 @@ static int spin_20ms(void *arg)
 /* The involuntary switches of the thread named @comm. */
 static long preemptions_of(const char *comm)
 {
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
-	char path[300], buf[4096], *p;
-	long n = -1;
+	pid_t tid = t_tid_named(comm, false);
+	char path[64], buf[4096], *p;
 
-	while (d && n < 0 && (e = readdir(d))) {
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		t_slurp(path, buf, sizeof(buf));
-		if (strncmp(buf, comm, strlen(comm)) || buf[strlen(comm)] != '\n')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
-			 e->d_name);
-		t_slurp(path, buf, sizeof(buf));
-		if ((p = strstr(buf, "nonvoluntary_ctxt_switches:")))
-			n = atol(p + 27);
-	}
-	if (d)
-		closedir(d);
-	return n;
+	if (!tid)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	t_slurp(path, buf, sizeof(buf));
+	p = strstr(buf, "nonvoluntary_ctxt_switches:");
+	return p ? atol(p + 27) : -1;
 }
 
 /* SIGSTOP, then SIGCONT from another process: each waiting hog's futex

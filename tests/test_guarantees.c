@@ -674,25 +674,15 @@ static int note_begin(void *arg)
 /* The state letter of our thread named @comm, from /proc; 0: none. */
 static char state_of(const char *comm)
 {
-	DIR *d = opendir("/proc/self/task");
-	char path[300], buf[256], *p, st = 0;
-	struct dirent *e;
+	pid_t tid = t_tid_named(comm, false);
+	char path[64], buf[256], *p;
 
-	while (d && !st && (e = readdir(d))) {
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 e->d_name);
-		if (e->d_name[0] == '.' || !t_slurp(path, buf, sizeof(buf)) ||
-		    strncmp(buf, comm, strlen(comm)) || buf[strlen(comm)] != '\n')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/stat",
-			 e->d_name);
-		t_slurp(path, buf, sizeof(buf));
-		p = strrchr(buf, ')');
-		st = p && p[1] == ' ' ? p[2] : 0;
-	}
-	if (d)
-		closedir(d);
-	return st;
+	if (!tid)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	t_slurp(path, buf, sizeof(buf));
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
 }
 
 /* The caller (@arg: its tid) moved to the other CPU once the root is

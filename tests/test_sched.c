@@ -316,21 +316,7 @@ static int call_migrate(void *arg)
 /* The tid of a hog: a thread named cpuhog/N. */
 static pid_t a_hog_tid(void)
 {
-	DIR *d = opendir("/proc/self/task");
-	char path[300], comm[32];
-	struct dirent *e;
-	pid_t tid = 0;
-
-	while (d && !tid && (e = readdir(d))) {
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 e->d_name);
-		if (e->d_name[0] != '.' && t_slurp(path, comm, sizeof(comm)) &&
-		    !strncmp(comm, "cpuhog/", 7))
-			tid = atoi(e->d_name);
-	}
-	if (d)
-		closedir(d);
-	return tid;
+	return t_tid_named("cpuhog/", true);
 }
 
 static void migrate_errors(void **state)
