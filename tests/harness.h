@@ -343,13 +343,15 @@ static inline int t_stop_two_judged(unsigned int cpu1, unsigned int cpu2,
 }
 
 /*
- * Another process's SCHED_FIFO 99 spinner on @cpu for @ms: a CPU held
- * by someone else.  Returns once it spins; *pid to wait for.  Keep @ms
- * well under 100.  Its real-time CPU time is bounded (RLIMIT_RTTIME,
- * 50 ms past @ms): a spinner that outlives its clock is killed.
+ * Another process's SCHED_FIFO 99 spinner on @cpu for @ms, or until the
+ * test sets let_go: a CPU held by someone else.  Returns once it spins;
+ * *pid to wait for.  Keep @ms well under 100.  Its real-time CPU time is
+ * bounded (RLIMIT_RTTIME, 50 ms past @ms): a spinner that outlives its
+ * clock is killed.
  */
 struct t_held {
 	_Atomic int armed, started, done;
+	_Atomic int let_go;	      /* set by the test: end the hold now */
 	_Atomic uint64_t released_at; /* t_now() as it let go */
 };
 
@@ -382,7 +384,7 @@ static inline struct t_held *t_hold_cpu_on(unsigned int cpu, unsigned int ms,
 			_exit(4);
 		end = t_now() + ms * MS;
 		atomic_store(&h->started, 1);
-		while (t_now() < end)
+		while (t_now() < end && !atomic_load(&h->let_go))
 			;
 		atomic_store(&h->released_at, t_now());
 		atomic_store(&h->done, 1);

@@ -657,17 +657,25 @@ static void work_buffers_across_fork(void **state)
  * moves the caller there (before, the kernel would move it at the
  * root's wake, and put the root before the holder); to the other CPU
  * alone, so that a caller already queued behind the holder moves too.
- * The other CPU's fn must begin before the holder lets go.  A try
- * counts only where the root did wait for the holder.
+ * The other CPU's fn must begin before the holder lets go, which it does
+ * at that fn's start or, past a hang bound (60 ms, scaled), on its own.
+ * A try counts only where the root waited for the holder, and was woken
+ * while the holder held (a caller that reached its wake only after the
+ * holder, say blocked in the call, tests nothing).
  */
-static _Atomic uint64_t began[CPU_SETSIZE];
+static _Atomic uint64_t began[CPU_SETSIZE], root_woken_at;
 static _Atomic int calling;
 static unsigned int root_cpu, move_to;
+static struct t_held *held;
 
 static int note_begin(void *arg)
 {
+	int cpu = sched_getcpu();
+
 	(void)arg;
-	atomic_store(&began[sched_getcpu()], t_now());
+	atomic_store(&began[cpu], t_now());
+	if (cpu == (int)move_to)
+		atomic_store(&held->let_go, 1);
 	return 0;
 }
 
@@ -701,18 +709,19 @@ static void *move_when_root_woken(void *arg)
 		;
 	while (state_of(comm) == 'S' && t_now() < end)
 		;
+	atomic_store(&root_woken_at, t_now());
 	return (void *)(intptr_t)sched_setaffinity(tid, sizeof(one), &one);
 }
 
 /* One try: 1 if @other's fn began while @mine was still held, 0 if
- * not, -1 if the root did not wait for the holder (nothing judged). */
+ * not, -1 if the root was not woken during the hold or did not wait for
+ * the holder (nothing judged). */
 static int began_while_held(unsigned int mine, unsigned int other)
 {
 	struct sched_param fifo = { .sched_priority = 99 }, normal = { 0 };
+	uint64_t t0, released, woken;
 	cpu_set_t both, ran;
-	struct t_held *h;
 	pthread_t mover;
-	uint64_t t0, released;
 	int go[2], r, status;
 	void *moved;
 	pid_t pid;
@@ -722,11 +731,13 @@ static int began_while_held(unsigned int mine, unsigned int other)
 	move_to = other;
 	t_pin(other);
 	atomic_store(&calling, 0);
+	atomic_store(&root_woken_at, 0);
 	assert_int_equal(pthread_create(&mover, NULL, move_when_root_woken,
 					(void *)(intptr_t)gettid()),
 			 0);
 	t_pin(mine);
-	h = t_hold_cpu_on(mine, 60, &pid, go[0]);
+	held = t_hold_cpu_on(mine, (unsigned int)(t_bound(60 * MS) / MS), &pid,
+			     go[0]);
 	CPU_ZERO(&both);
 	CPU_SET(mine, &both);
 	CPU_SET(other, &both);
@@ -745,16 +756,17 @@ static int began_while_held(unsigned int mine, unsigned int other)
 	assert_null(moved);
 	assert_int_equal(r, 0);
 	assert_true(CPU_EQUAL(&ran, &both));
-	released = atomic_load(&h->released_at);
-	print_message("CPU %u held until +%.1f ms; CPU %u's fn began at "
-		      "+%.1f ms, CPU %u's at +%.1f ms\n", mine,
-		      (released - t0) / 1e6, other,
+	released = atomic_load(&held->released_at);
+	woken = atomic_load(&root_woken_at);
+	print_message("CPU %u held until +%.1f ms, its hog woken by +%.1f ms; "
+		      "CPU %u's fn began at +%.1f ms, CPU %u's at +%.1f ms\n",
+		      mine, (released - t0) / 1e6, (woken - t0) / 1e6, other,
 		      (atomic_load(&began[other]) - t0) / 1e6, mine,
 		      (atomic_load(&began[mine]) - t0) / 1e6);
-	munmap(h, sizeof(*h));
+	munmap(held, sizeof(*held));
 	close(go[0]);
 	close(go[1]);
-	if (atomic_load(&began[mine]) < released)
+	if (atomic_load(&began[mine]) < released || woken >= released)
 		return -1;
 	return atomic_load(&began[other]) < released;
 }
