@@ -182,6 +182,26 @@ struct stop_state {
 	struct ctx *ctx;
 };
 
+/*
+ * The hogs of one multi-CPU call, in the wake tree's order, with each
+ * one's own work flags (W_F_RUNS_FN).  The storage is the context's, so
+ * that a call allocates nothing; multi.c hands it out under multi_lock
+ * (cpuhog_i_multi_select(), cpuhog_i_multi_sel()) and the call passes it
+ * down to whatever works on its hogs.
+ */
+struct sel {
+	struct hog **hog;	/* nr_hogs entries */
+	uint32_t *flags;	/* nr_hogs entries */
+	unsigned int n;
+};
+
+static inline void cpuhog_i_sel_add(struct sel *s, struct hog *h,
+				    uint32_t flags)
+{
+	s->flags[s->n] = flags;
+	s->hog[s->n++] = h;
+}
+
 struct ctx {
 	unsigned int nr_cpu_ids;
 	unsigned int nr_hogs;
@@ -212,15 +232,12 @@ struct ctx {
 	uint64_t backoff_at; /* under multi_lock: see cpuhog_i_multi_unlock() */
 	uint64_t transit_at; /* under multi_lock: see in_transit() */
 	bool transit;
-	unsigned int mnr; /* msel's hogs in the current call
-			     (cpuhog_i_multi_push()) */
 	struct group group;
-	struct hog **msel; /* nr_hogs entries, under multi_lock */
+	struct sel sel; /* multi.c's to hand to the call, under multi_lock */
 	cpu_set_t *mscratch; /* scratch, under multi_lock */
 	cpu_set_t *reach_set; /* cpuhog_i_reach()'s, under multi_lock */
 	bool reach_fresh; /* read in this multi-CPU call */
 	cpu_set_t *mscratch2; /* for in_transit(), under multi_lock */
-	uint32_t *mflags;  /* work flags per msel entry, under multi_lock */
 	struct stop_state *stop;
 	_Atomic uint64_t stops, stop_timeouts, holds_released;
 	_Atomic uint64_t transit_naps; /* multi_unlock's hotplug naps */

@@ -46,8 +46,7 @@ HIDDEN void cpuhog_i_stop_unlock(void);
 /* wake.c: waking one hog, and the wake tree of a multi-CPU call */
 HIDDEN void cpuhog_i_wake_hog(struct hog *h);
 HIDDEN unsigned int cpuhog_i_fanout_of(uint64_t want, unsigned int nr_hogs);
-HIDDEN struct hog *cpuhog_i_wake_plan(struct ctx *c, struct hog **o,
-				      uint32_t *flags, unsigned int n);
+HIDDEN struct hog *cpuhog_i_wake_plan(struct ctx *c, struct sel *s);
 HIDDEN void cpuhog_i_wake_kids(struct hog *h);
 
 /* hog.c: the hog's loop, its queue, a work's completion */
@@ -64,17 +63,19 @@ HIDDEN struct ctx *cpuhog_i_call_enter(int *err);
 HIDDEN void cpuhog_i_call_leave(void);
 HIDDEN int cpuhog_i_call_exclusive(const struct ctx *c);
 
-/* multi.c */
-HIDDEN unsigned int cpuhog_i_multi_select(struct ctx *c, size_t setsize,
-					  const cpu_set_t *cpus);
-HIDDEN int64_t cpuhog_i_multi_reserve(struct ctx *c, unsigned int n,
+/* multi.c: the call's selection (struct sel) is handed out here */
+HIDDEN struct sel *cpuhog_i_multi_sel(struct ctx *c);
+HIDDEN struct sel *cpuhog_i_multi_select(struct ctx *c, size_t setsize,
+					 const cpu_set_t *cpus);
+HIDDEN int64_t cpuhog_i_multi_reserve(struct ctx *c, const struct sel *s,
 				      uint64_t deadline);
-HIDDEN void cpuhog_i_multi_push(struct ctx *c, unsigned int n, uint32_t gen,
+HIDDEN void cpuhog_i_multi_push(struct ctx *c, struct sel *s, uint32_t gen,
 				cpuhog_fn_t fn, void *arg, uint32_t flags);
-HIDDEN int cpuhog_i_multi_wait(struct ctx *c, uint64_t deadline,
+HIDDEN int cpuhog_i_multi_wait(struct ctx *c, const struct sel *s,
+			       uint64_t deadline,
 			       int (*poll)(struct ctx *c, bool timed_out,
 					   uint64_t *deadline));
-HIDDEN int cpuhog_i_multi_result(struct ctx *c, unsigned int n, bool *ran_any);
+HIDDEN int cpuhog_i_multi_result(const struct sel *s, bool *ran_any);
 HIDDEN int cpuhog_i_multi_lock(struct ctx *c, bool try);
 HIDDEN void cpuhog_i_multi_unlock(struct ctx *c);
 HIDDEN const cpu_set_t *cpuhog_i_reach(struct ctx *c);
@@ -86,14 +87,15 @@ HIDDEN bool cpuhog_i_uncovered(struct ctx *c);
 struct stop_outcome;
 HIDDEN int cpuhog_i_stop_report_begin(struct stop_outcome *o,
 				      struct cpuhog_report *rep);
-HIDDEN void cpuhog_i_call_report_arm(struct ctx *c, unsigned int n);
+HIDDEN void cpuhog_i_call_report_arm(const struct sel *s);
 HIDDEN void cpuhog_i_call_report_cpu(struct stop_outcome *o, unsigned int cpu,
 				     unsigned int flags, uint64_t start,
 				     uint64_t end);
-HIDDEN void cpuhog_i_call_report_hogs(struct ctx *c, unsigned int n,
-				      bool pushed, struct stop_outcome *o);
-HIDDEN void cpuhog_i_stop_report_arm(struct ctx *c, unsigned int n, bool on);
-HIDDEN void cpuhog_i_stop_report_try(struct ctx *c, unsigned int n,
+HIDDEN void cpuhog_i_call_report_hogs(const struct sel *s, bool pushed,
+				      struct stop_outcome *o);
+HIDDEN void cpuhog_i_stop_report_arm(struct ctx *c, const struct sel *s,
+				     bool on);
+HIDDEN void cpuhog_i_stop_report_try(const struct sel *s,
 				     struct stop_outcome *o);
 HIDDEN int cpuhog_i_stop_report_end(struct ctx *c, struct stop_outcome *o,
 				    int ret);
@@ -105,7 +107,7 @@ HIDDEN int cpuhog_i_poll_start(struct hog *h);
 HIDDEN void cpuhog_i_poll_stop(struct hog *h);
 HIDDEN void cpuhog_i_poll_exit_all(struct hog *hogs, unsigned int n,
 				   const struct timespec *until);
-HIDDEN unsigned int cpuhog_i_poll_sync(struct ctx *c, unsigned int n);
+HIDDEN void cpuhog_i_poll_sync(struct ctx *c, struct sel *s);
 HIDDEN bool cpuhog_i_poll_polling(const struct hog *h);
 HIDDEN void cpuhog_i_poll_forget(struct hog *h);
 HIDDEN void cpuhog_i_poll_counts(const struct ctx *c, uint64_t *claims,

@@ -132,8 +132,8 @@ static void ctx_free(struct ctx *c)
 	}
 	free(c->hogs);
 	free(c->by_cpu);
-	free(c->msel);
-	free(c->mflags);
+	free(c->sel.hog);
+	free(c->sel.flags);
 	free(c->by_topo);
 	free(c->kid_store);
 	CPU_FREE(c->mscratch);
@@ -435,8 +435,8 @@ static int ctx_alloc(struct ctx *c, unsigned int n)
 {
 	c->by_cpu = calloc(c->nr_cpu_ids, sizeof(*c->by_cpu));
 	c->hogs = aligned_alloc(CACHELINE, sizeof(struct hog) * (n ? n : 1));
-	c->msel = calloc(n ? n : 1, sizeof(*c->msel));
-	c->mflags = calloc(n ? n : 1, sizeof(*c->mflags));
+	c->sel.hog = calloc(n ? n : 1, sizeof(*c->sel.hog));
+	c->sel.flags = calloc(n ? n : 1, sizeof(*c->sel.flags));
 	c->by_topo = calloc(n ? n : 1, sizeof(*c->by_topo));
 	c->fanout = cpuhog_i_fanout_of(c->attr_fanout, n); /* at most n */
 	c->kid_store = calloc((size_t)(n ? n : 1) * c->fanout,
@@ -445,9 +445,9 @@ static int ctx_alloc(struct ctx *c, unsigned int n)
 	c->mscratch2 = CPU_ALLOC(c->nr_cpu_ids);
 	c->reach_set = CPU_ALLOC(c->nr_cpu_ids);
 	c->stop = stop_state_new(c);
-	if (!c->by_cpu || !c->hogs || !c->msel || !c->mflags || !c->mscratch ||
-	    !c->mscratch2 || !c->reach_set || !c->stop || !c->by_topo ||
-	    !c->kid_store)
+	if (!c->by_cpu || !c->hogs || !c->sel.hog || !c->sel.flags ||
+	    !c->mscratch || !c->mscratch2 || !c->reach_set || !c->stop ||
+	    !c->by_topo || !c->kid_store)
 		return -ENOMEM;
 	memset(c->hogs, 0, sizeof(struct hog) * (n ? n : 1));
 	return 0;

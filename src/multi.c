@@ -165,40 +165,47 @@ bool cpuhog_i_uncovered(struct ctx *c)
 	return false;
 }
 
-/* The hogs of @cpus whose CPUs are usable, in topology order (the wake
- * tree's), into c->msel. */
-unsigned int cpuhog_i_multi_select(struct ctx *c, size_t setsize,
-				   const cpu_set_t *cpus)
+/* The call's selection, empty (under multi_lock): see struct sel. */
+struct sel *cpuhog_i_multi_sel(struct ctx *c)
 {
+	c->sel.n = 0;
+	return &c->sel;
+}
+
+/* The hogs of @cpus whose CPUs are usable, in topology order (the wake
+ * tree's): the call's selection. */
+struct sel *cpuhog_i_multi_select(struct ctx *c, size_t setsize,
+				  const cpu_set_t *cpus)
+{
+	struct sel *s = cpuhog_i_multi_sel(c);
 	size_t bits = setsize * 8;
-	unsigned int i, n = 0;
+	unsigned int i;
 
 	for (i = 0; i < c->nr_hogs; i++) {
 		struct hog *h = c->by_topo[i];
 
 		if (h->cpu < bits && CPU_ISSET_S(h->cpu, setsize, cpus) &&
-		    cpuhog_i_hog_usable(c, h)) {
-			c->mflags[n] = 0;
-			c->msel[n++] = h;
-		}
+		    cpuhog_i_hog_usable(c, h))
+			cpuhog_i_sel_add(s, h, 0);
 	}
-	return n;
+	return s;
 }
 
 /*
- * Reserve the slots of the @n selected hogs for a new call.  A slot can
+ * Reserve the slots of the hogs of @s for a new call.  A slot can
  * still be queued from a stop that gave up on a held CPU: wait for it
  * until @deadline (-ETIMEDOUT, nothing reserved).  Returns the call's
  * generation, never 0.  Before the 32-bit generation comes round again,
  * every hog's slot must be free: a stale hog of an abandoned call, still
  * queued, would take a later call of its generation for its own.
  */
-int64_t cpuhog_i_multi_reserve(struct ctx *c, unsigned int n, uint64_t deadline)
+int64_t cpuhog_i_multi_reserve(struct ctx *c, const struct sel *s,
+			       uint64_t deadline)
 {
 	unsigned int i;
 
-	for (i = 0; i < n; i++)
-		if (cpuhog_i_slot_wait_free(&c->msel[i]->slot, deadline) < 0)
+	for (i = 0; i < s->n; i++)
+		if (cpuhog_i_slot_wait_free(&s->hog[i]->slot, deadline) < 0)
 			return -ETIMEDOUT;
 	for (i = 0; c->multi_gen == UINT32_MAX && i < c->nr_hogs; i++)
 		if (cpuhog_i_slot_wait_free(&c->hogs[i].slot, deadline) < 0)
@@ -230,26 +237,24 @@ static void slot_push(struct ctx *c, struct hog *h, uint32_t gen,
 }
 
 /*
- * Queue fn(arg) on the @n selected hogs, under generation @gen, with
- * @flags and each hog's own c->mflags[i]; then wake them down the tree
+ * Queue fn(arg) on the hogs of @s, under generation @gen, with @flags
+ * and each hog's own of @s; then wake them down the tree
  * (wake.c): every work pushed first, children before their parents, then
  * the root's wake here (a stop's: after its first child's, where the
  * root is our own CPU's hog).
  */
-void cpuhog_i_multi_push(struct ctx *c, unsigned int n, uint32_t gen,
+void cpuhog_i_multi_push(struct ctx *c, struct sel *s, uint32_t gen,
 			 cpuhog_fn_t fn, void *arg, uint32_t flags)
 {
-	struct hog *root = cpuhog_i_wake_plan(c, c->msel, c->mflags, n);
+	struct hog *root = cpuhog_i_wake_plan(c, s);
 	unsigned int i;
-
-	c->mnr = n;
 
 	/* relaxed: the pushes below release it to the hogs; stale hogs
 	 * only compare it in a CAS */
-	atomic_store_explicit(&c->group.word, (uint64_t)gen << 32 | n,
+	atomic_store_explicit(&c->group.word, (uint64_t)gen << 32 | s->n,
 			      memory_order_relaxed);
-	for (i = n; i-- > 0;) /* reverse plan order: see wake.c */
-		slot_push(c, c->msel[i], gen, fn, arg, flags | c->mflags[i]);
+	for (i = s->n; i-- > 0;) /* reverse plan order: see wake.c */
+		slot_push(c, s->hog[i], gen, fn, arg, flags | s->flags[i]);
 	/* a stop's remote wake first, to overlap the switch to our own
 	 * CPU's root (wake.c) */
 	if (root && root->nkids && (flags & W_F_INTERNAL) &&
@@ -283,21 +288,22 @@ static bool spin_ok(struct ctx *c)
  * hog never sleeps on a slot it took, so one that sleeps has not seen it
  * (or is about to: the wake is then spurious); a finished slot is left.
  */
-static void rescue(struct ctx *c)
+static void rescue(const struct sel *s)
 {
 	unsigned int i;
 
-	for (i = 0; i < c->mnr; i++)
+	for (i = 0; i < s->n; i++)
 		/* relaxed: a stale QUEUED costs a cpuhog_i_wake_hog(), which
 		 * only loads a hog that is awake */
-		if ((atomic_load_explicit(&c->msel[i]->slot.state,
+		if ((atomic_load_explicit(&s->hog[i]->slot.state,
 					  memory_order_relaxed) &
 		     W_STATE) == W_QUEUED)
-			cpuhog_i_wake_hog(c->msel[i]);
+			cpuhog_i_wake_hog(s->hog[i]);
 }
 
 /*
- * Wait until every work of the current call has finished.  @poll, if
+ * Wait until every work of the current call, on the hogs of @s, has
+ * finished.  @poll, if
  * given, is asked on every wake-up and at @deadline (timed_out), and ends
  * the wait early by returning an error; going on past a deadline, it
  * sets the next one.  A stop spins first too (@poll is not asked during
@@ -307,7 +313,7 @@ static void rescue(struct ctx *c)
  * counted so in about one run of five on this VM).  RESCUE_NS after it
  * began, still waiting, the caller wakes the hogs still asleep (wake.c).
  */
-int cpuhog_i_multi_wait(struct ctx *c, uint64_t deadline,
+int cpuhog_i_multi_wait(struct ctx *c, const struct sel *s, uint64_t deadline,
 			int (*poll)(struct ctx *c, bool timed_out,
 				    uint64_t *deadline))
 {
@@ -323,7 +329,7 @@ int cpuhog_i_multi_wait(struct ctx *c, uint64_t deadline,
 			continue;
 		}
 		if (w.slept == -ETIMEDOUT && rescue_at < deadline) {
-			rescue(c); /* and no timeout */
+			rescue(s); /* and no timeout */
 			rescue_at = NO_DEADLINE;
 			w.slept = 0;
 		}
@@ -338,14 +344,14 @@ int cpuhog_i_multi_wait(struct ctx *c, uint64_t deadline,
 }
 
 /* 0 or a callback's non-zero value; *ran_any: some callback ran. */
-int cpuhog_i_multi_result(struct ctx *c, unsigned int n, bool *ran_any)
+int cpuhog_i_multi_result(const struct sel *s, bool *ran_any)
 {
 	unsigned int i;
 	int r = 0;
 
 	*ran_any = false;
-	for (i = 0; i < n; i++) {
-		struct work *w = &c->msel[i]->slot;
+	for (i = 0; i < s->n; i++) {
+		struct work *w = &s->hog[i]->slot;
 
 		if (!w->ran)
 			continue;
@@ -357,33 +363,32 @@ int cpuhog_i_multi_result(struct ctx *c, unsigned int n, bool *ran_any)
 }
 
 /* Which CPUs' hogs ran the call's fn, into @ran (@setsize bytes). */
-static void fill_ran(struct ctx *c, unsigned int n, size_t setsize,
-		     cpu_set_t *ran)
+static void fill_ran(const struct sel *s, size_t setsize, cpu_set_t *ran)
 {
 	unsigned int i;
 
-	for (i = 0; i < n; i++)
-		if (c->msel[i]->slot.ran && c->msel[i]->cpu < setsize * 8)
-			CPU_SET_S(c->msel[i]->cpu, setsize, ran);
+	for (i = 0; i < s->n; i++)
+		if (s->hog[i]->slot.ran && s->hog[i]->cpu < setsize * 8)
+			CPU_SET_S(s->hog[i]->cpu, setsize, ran);
 }
 
-/* fn(arg) on the @n selected hogs, under @gen; with a report (@o), the
- * hogs stamp when fn started and returned there. */
-static int run_selected(struct ctx *c, unsigned int n, uint32_t gen,
+/* fn(arg) on the hogs of @s, under @gen; with a report (@o), the hogs
+ * stamp when fn started and returned there. */
+static int run_selected(struct ctx *c, struct sel *s, uint32_t gen,
 			cpuhog_fn_t fn, void *arg, struct stop_outcome *o)
 {
 	bool any;
 	int r;
 
 	if (o)
-		cpuhog_i_call_report_arm(c, n);
-	cpuhog_i_multi_push(c, n, gen, fn, arg, o ? W_F_TIMED : 0);
-	cpuhog_i_multi_wait(c, NO_DEADLINE, NULL);
-	r = cpuhog_i_multi_result(c, n, &any);
+		cpuhog_i_call_report_arm(s);
+	cpuhog_i_multi_push(c, s, gen, fn, arg, o ? W_F_TIMED : 0);
+	cpuhog_i_multi_wait(c, s, NO_DEADLINE, NULL);
+	r = cpuhog_i_multi_result(s, &any);
 	if (o) {
 		o->tries = 1;
 		o->ended = any ? STOP_RAN : STOP_NOCPU;
-		cpuhog_i_call_report_hogs(c, n, true, o);
+		cpuhog_i_call_report_hogs(s, true, o);
 	}
 	return any ? r : -ENOENT;
 }
@@ -411,7 +416,7 @@ static int hog_cpus_probed(size_t setsize, const cpu_set_t *cpus,
 			   struct stop_outcome *o)
 {
 	struct ctx *c;
-	unsigned int n;
+	struct sel *s;
 	int64_t gen;
 	int r;
 
@@ -429,20 +434,20 @@ static int hog_cpus_probed(size_t setsize, const cpu_set_t *cpus,
 			CPU_ZERO_S(setsize, ran);
 		return r;
 	}
-	n = cpuhog_i_multi_select(c, setsize, cpus);
+	s = cpuhog_i_multi_select(c, setsize, cpus);
 	if (ran) /* after the selection: @ran may be @cpus */
 		CPU_ZERO_S(setsize, ran);
-	gen = !n ? -ENOENT
+	gen = !s->n ? -ENOENT
 	      : cpuhog_i_call_exclusive(c)
 		      ? -EPERM
-		      : cpuhog_i_multi_reserve(c, n, try ? 0 : NO_DEADLINE);
+		      : cpuhog_i_multi_reserve(c, s, try ? 0 : NO_DEADLINE);
 	r = gen == -ETIMEDOUT ? -EAGAIN /* try: a slot held by a stop */
 	    : gen < 0	      ? (int)gen
 			      : 0;
 	if (r == 0) {
-		r = run_selected(c, n, (uint32_t)gen, fn, arg, o);
+		r = run_selected(c, s, (uint32_t)gen, fn, arg, o);
 		if (ran)
-			fill_ran(c, n, setsize, ran);
+			fill_ran(s, setsize, ran);
 	}
 	cpuhog_i_multi_unlock(c);
 	cpuhog_i_call_leave();

@@ -372,32 +372,34 @@ static bool acked(struct hog *h, uint32_t gen)
 
 /*
  * hog_synchronize()'s fast path, under the multi-CPU lock: the pollers
- * of c->msel[0..n) that run now acknowledge a new generation.  Leaves in
- * c->msel those that did not (their hogs must run) and returns how many.
+ * of the hogs of @s that run now acknowledge a new generation.  Leaves
+ * in @s those that did not (their hogs must run).
  */
-unsigned int cpuhog_i_poll_sync(struct ctx *c, unsigned int n)
+void cpuhog_i_poll_sync(struct ctx *c, struct sel *s)
 {
 	uint32_t gen;
 	uint64_t end;
-	unsigned int i, left = 0, asked = 0;
+	unsigned int i, n = s->n, left = 0, asked = 0;
 
 	if (!(c->flags & CPUHOG_F_POLL))
-		return n;
+		return;
 	/* seq_cst: the caller's accesses before, ordered with the fence
 	 * the caller issued; a poller that reads gen sees them */
 	gen = atomic_fetch_add(&c->sync_gen, 1) + 1;
 	for (i = 0; i < n; i++)
-		asked += c->msel[i]->poll && poller_live(c->msel[i]->poll);
+		asked += s->hog[i]->poll && poller_live(s->hog[i]->poll);
 	end = cpuhog_i_now_ns() + (asked ? CLAIM_NS : 0);
 	do {
 		for (i = left = 0; i < n; i++)
-			if (!acked(c->msel[i], gen))
-				c->msel[left++] = c->msel[i];
+			if (!acked(s->hog[i], gen)) {
+				s->flags[left] = s->flags[i];
+				s->hog[left++] = s->hog[i];
+			}
 		atomic_fetch_add_explicit(&c->poll_sync_acks, n - left,
 					  memory_order_relaxed);
 		n = left;
 	} while (n && cpuhog_i_now_ns() < end && (cpu_relax(), true));
-	return n;
+	s->n = n;
 }
 
 /* @p's memory and descriptors (its thread gone, or never in this

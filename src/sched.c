@@ -100,13 +100,14 @@ static int sync_poll(struct ctx *c, bool timed_out, uint64_t *deadline)
 	return timed_out ? -ETIMEDOUT : 0;
 }
 
-/* The hogs a pass wakes, into msel: every hogged CPU's but our own
- * CPU's (@me).  A hog whose CPU cannot be had is not woken (nothing()
- * would run elsewhere): *@away, the kernel does the barrier for such a
- * CPU, left or leaving the cpuset. */
-static unsigned int sync_select(struct ctx *c, int me, bool *away)
+/* The hogs a pass wakes, the call's selection: every hogged CPU's but
+ * our own CPU's (@me).  A hog whose CPU cannot be had is not woken
+ * (nothing() would run elsewhere): *@away, the kernel does the barrier
+ * for such a CPU, left or leaving the cpuset. */
+static struct sel *sync_select(struct ctx *c, int me, bool *away)
 {
-	unsigned int i, n = 0;
+	struct sel *s = cpuhog_i_multi_sel(c);
+	unsigned int i;
 
 	for (i = 0; i < c->nr_hogs; i++) { /* the wake tree's order */
 		struct hog *h = c->by_topo[i];
@@ -117,40 +118,40 @@ static unsigned int sync_select(struct ctx *c, int me, bool *away)
 			*away = true;
 			continue;
 		}
-		c->mflags[n] = 0;
-		c->msel[n++] = h;
+		cpuhog_i_sel_add(s, h, 0);
 	}
-	return n;
+	return s;
 }
 
 /* cpuhog_i_poll_sync(); with a report (@o), the CPUs whose poller answered into
  * c->mscratch, and when (*@acked_at). */
-static unsigned int sync_polled(struct ctx *c, unsigned int n,
-				struct stop_outcome *o, uint64_t *acked_at)
+static void sync_polled(struct ctx *c, struct sel *s, struct stop_outcome *o,
+			uint64_t *acked_at)
 {
 	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
-	unsigned int i, left;
+	unsigned int i;
 
-	if (!o)
-		return cpuhog_i_poll_sync(c, n);
+	if (!o) {
+		cpuhog_i_poll_sync(c, s);
+		return;
+	}
 	CPU_ZERO_S(sz, c->mscratch);
-	for (i = 0; i < n; i++)
-		CPU_SET_S(c->msel[i]->cpu, sz, c->mscratch);
-	left = cpuhog_i_poll_sync(c, n);
-	for (i = 0; i < left; i++)
-		CPU_CLR_S(c->msel[i]->cpu, sz, c->mscratch);
+	for (i = 0; i < s->n; i++)
+		CPU_SET_S(s->hog[i]->cpu, sz, c->mscratch);
+	cpuhog_i_poll_sync(c, s);
+	for (i = 0; i < s->n; i++)
+		CPU_CLR_S(s->hog[i]->cpu, sz, c->mscratch);
 	*acked_at = cpuhog_i_now_ns();
-	return left;
 }
 
 /*
  * A pass's report: our own CPU (@me), which passed when the pass began
- * (@t0); the CPUs whose poller answered; then the @n hogs woken (if
+ * (@t0); the CPUs whose poller answered; then the hogs of @s woken (if
  * @pushed).  Ours and the pollers' pass with the call, as the hogs that
  * came do: CPUHOG_RC_RAN only where the pass succeeded (@r 0).
  */
 static void sync_report(struct ctx *c, struct stop_outcome *o, int me,
-			uint64_t t0, uint64_t acked_at, unsigned int n,
+			uint64_t t0, uint64_t acked_at, const struct sel *s,
 			bool pushed, int r)
 {
 	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
@@ -167,7 +168,7 @@ static void sync_report(struct ctx *c, struct stop_outcome *o, int me,
 			cpuhog_i_call_report_cpu(o, cpu, passed, acked_at,
 						 acked_at);
 	}
-	cpuhog_i_call_report_hogs(c, n, pushed, o);
+	cpuhog_i_call_report_hogs(s, pushed, o);
 }
 
 /* One pass: every hogged CPU but ours through the scheduler, or its
@@ -179,7 +180,7 @@ static int sync_pass(struct ctx *c, struct stop_outcome *o)
 	uint64_t seq = atomic_load_explicit(&c->sync_seq, memory_order_relaxed);
 	uint64_t deadline = cpuhog_i_deadline_in(c->stop_timeout_ns);
 	uint64_t t0 = o ? cpuhog_i_now_ns() : 0, acked_at = 0;
-	unsigned int n;
+	struct sel *s;
 	bool away = false;
 	int64_t gen;
 	int me, r = 0;
@@ -194,21 +195,21 @@ static int sync_pass(struct ctx *c, struct stop_outcome *o)
 	 * orders us.
 	 */
 	me = sched_getcpu();
-	n = sync_select(c, me, &away);
-	n = sync_polled(c, n, o, &acked_at); /* poll mode: pollers answer */
-	gen = n ? cpuhog_i_multi_reserve(c, n, deadline) : -1;
+	s = sync_select(c, me, &away);
+	sync_polled(c, s, o, &acked_at); /* poll mode: pollers answer */
+	gen = s->n ? cpuhog_i_multi_reserve(c, s, deadline) : -1;
 	if (gen == -ETIMEDOUT)
 		r = -ETIMEDOUT;
 	if (gen >= 0) {
 		if (o)
-			cpuhog_i_call_report_arm(c, n);
+			cpuhog_i_call_report_arm(s);
 		/* internal: a hog off its CPU runs it too (see nothing()) */
 		atomic_store_explicit(&c->sync_away, false,
 				      memory_order_relaxed);
-		cpuhog_i_multi_push(c, n, (uint32_t)gen, nothing, &c->sync_away,
+		cpuhog_i_multi_push(c, s, (uint32_t)gen, nothing, &c->sync_away,
 				    W_F_INTERNAL | (o ? W_F_TIMED : 0));
-		c->sync_left = n;
-		r = cpuhog_i_multi_wait(c, deadline, sync_poll);
+		c->sync_left = s->n;
+		r = cpuhog_i_multi_wait(c, s, deadline, sync_poll);
 		away |= atomic_load_explicit(&c->sync_away,
 					     memory_order_relaxed);
 	}
@@ -216,7 +217,7 @@ static int sync_pass(struct ctx *c, struct stop_outcome *o)
 		full_barrier();
 	c->sync_failed = r < 0;
 	if (o)
-		sync_report(c, o, me, t0, acked_at, n, gen >= 0, r);
+		sync_report(c, o, me, t0, acked_at, s, gen >= 0, r);
 	/* release: the pass's acknowledgements (cpuhog_i_multi_wait()'s
 	 * acquire) before its end, for the callers it served */
 	atomic_store_explicit(&c->sync_seq, seq + 2, memory_order_release);

@@ -365,14 +365,14 @@ static int stop_poll(struct ctx *c, bool timed_out, uint64_t *deadline)
 	return PHASE(LOAD(st)) >= PH_TIMEDOUT ? -ECANCELED : 0;
 }
 
-/* One rendezvous of the @n hogs in msel (their mflags set): fn's value,
- * an error, or -EAGAIN where fn ran nowhere because a CPU went away. */
-static int stop_once(struct ctx *c, unsigned int n, bool fn_one,
+/* One rendezvous of the hogs of @s: fn's value, an error, or -EAGAIN
+ * where fn ran nowhere because a CPU went away. */
+static int stop_once(struct ctx *c, struct sel *s, bool fn_one,
 		     struct stop_outcome *o)
 {
 	struct stop_state *st = c->stop;
 	uint64_t deadline = cpuhog_i_deadline_in(c->stop_timeout_ns);
-	int64_t gen = cpuhog_i_multi_reserve(c, n, deadline);
+	int64_t gen = cpuhog_i_multi_reserve(c, s, deadline);
 	unsigned int i, ph;
 
 	o->tries++;
@@ -388,9 +388,9 @@ static int stop_once(struct ctx *c, unsigned int n, bool fn_one,
 	 * reserve waited out, may have stamped its hog's times */
 	o->pushed = true;
 	if (o->rep)
-		cpuhog_i_stop_report_arm(c, n, true);
-	for (i = 0; i < n; i++)
-		o->fn_want += fn_one ? i == 0 : !!(c->mflags[i] & W_F_RUNS_FN);
+		cpuhog_i_stop_report_arm(c, s, true);
+	for (i = 0; i < s->n; i++)
+		o->fn_want += fn_one ? i == 0 : !!(s->flags[i] & W_F_RUNS_FN);
 	st->fn_one = fn_one;
 	/* relaxed, all: cpuhog_i_multi_push()'s seq_cst pushes publish them.
 	 * The deadline counts from the push, after which the caller makes its
@@ -406,10 +406,10 @@ static int stop_once(struct ctx *c, unsigned int n, bool fn_one,
 	SET(&st->fn_claimed, 0);
 	SET(&st->ret, 0);
 	SET(&st->run_at, 0);
-	SET(&st->n, n);
-	SET(&st->word, WORD(gen, PH_PREPARE, n));
-	cpuhog_i_multi_push(c, n, (uint32_t)gen, stop_cpu, st, W_F_INTERNAL);
-	cpuhog_i_multi_wait(c, RELAXED(&st->deadline), stop_poll);
+	SET(&st->n, s->n);
+	SET(&st->word, WORD(gen, PH_PREPARE, s->n));
+	cpuhog_i_multi_push(c, s, (uint32_t)gen, stop_cpu, st, W_F_INTERNAL);
+	cpuhog_i_multi_wait(c, s, RELAXED(&st->deadline), stop_poll);
 	ph = PHASE(LOAD(st));
 	/* fn ran: serialize this core, unless a hog of the stop did so here
 	 * after fn (we run here only since; a CPUID, 7 us in a VM, spared) */
@@ -425,11 +425,11 @@ static int stop_once(struct ctx *c, unsigned int n, bool fn_one,
 		return ph == PH_NOCPU ? -EAGAIN : -ETIMEDOUT;
 	}
 	o->ended = STOP_RAN;
-	for (i = 0; i < n; i++) /* relaxed: EXIT, acquired, published it */
-		if (RELAXED(&c->msel[i]->ran_gen) == (uint32_t)gen) {
+	for (i = 0; i < s->n; i++) /* relaxed: EXIT, acquired, published it */
+		if (RELAXED(&s->hog[i]->ran_gen) == (uint32_t)gen) {
 			o->fn_runs++;
-			if (c->msel[i]->cpu < CPU_SETSIZE)
-				CPU_SET(c->msel[i]->cpu, &o->ran);
+			if (s->hog[i]->cpu < CPU_SETSIZE)
+				CPU_SET(s->hog[i]->cpu, &o->ran);
 		}
 	if (RELAXED(&st->released) == (uint32_t)gen) {
 		o->released = RELAXED(&st->release_why);
@@ -444,18 +444,20 @@ static int stop_once(struct ctx *c, unsigned int n, bool fn_one,
 }
 
 /*
- * The hogs of a try, into msel, in topology order (the wake tree's):
- * every usable one (where an explicit set left CPUs out, only within
- * where our threads may go: cpuhog_i_reach(), which tells of a CPU gone before
- * its hog can), fn on those of @cpus (NULL: any one); or, @two, those of
- * @cpu1 (fn) and @cpu2.  0: a CPU that must take part (or a CPU of
- * @cpus) has no hog or is not usable now, or @cpus is empty.
+ * The hogs of a try, the call's selection, in topology order (the wake
+ * tree's): every usable one (where an explicit set left CPUs out, only
+ * within where our threads may go: cpuhog_i_reach(), which tells of a
+ * CPU gone before its hog can), fn on those of @cpus (NULL: any one);
+ * or, @two, those of @cpu1 (fn) and @cpu2.  NULL: a CPU that must take
+ * part (or a CPU of @cpus) has no hog or is not usable now, or @cpus is
+ * empty.
  */
-static unsigned int pick(struct ctx *c, size_t setsize, const cpu_set_t *cpus,
-			 bool two, unsigned int cpu1, unsigned int cpu2)
+static struct sel *pick(struct ctx *c, size_t setsize, const cpu_set_t *cpus,
+			bool two, unsigned int cpu1, unsigned int cpu2)
 {
 	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
-	unsigned int i, n = 0, fns = 0;
+	struct sel *s = cpuhog_i_multi_sel(c);
+	unsigned int i, fns = 0;
 
 	for (i = 0; i < c->nr_hogs; i++) {
 		struct hog *h = c->by_topo[i];
@@ -468,18 +470,17 @@ static unsigned int pick(struct ctx *c, size_t setsize, const cpu_set_t *cpus,
 		    (!two && c->partial &&
 		     !CPU_ISSET_S(h->cpu, sz, cpuhog_i_reach(c)))) {
 			if (need)
-				return 0;
+				return NULL;
 			continue;
 		}
-		c->mflags[n] = f ? W_F_RUNS_FN : 0;
-		c->msel[n++] = h;
+		cpuhog_i_sel_add(s, h, f ? W_F_RUNS_FN : 0);
 		fns += f;
 	}
-	if (two)
-		return n == 2 ? n : 0;
-	return cpus && (fns == 0 || (int)fns != CPU_COUNT_S(setsize, cpus))
-		       ? 0
-		       : n;
+	if (two ? s->n != 2
+		: !s->n || (cpus && (fns == 0 ||
+				     (int)fns != CPU_COUNT_S(setsize, cpus))))
+		return NULL;
+	return s;
 }
 
 /* A stop (@two: of @cpu1 and @cpu2), begun again while a CPU went away
@@ -489,7 +490,7 @@ int cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
 			 unsigned int cpu2, struct stop_outcome *o,
 			 struct cpuhog_report *rep)
 {
-	unsigned int n;
+	struct sel *s;
 	struct ctx *c;
 	int r = 0;
 
@@ -505,8 +506,8 @@ int cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
 	/* the CPUs, then the promise (a thread of ours on a CPU that has
 	 * no hog: stop_machine() cannot hold it), then the lock, whose
 	 * wait has a bound of its own */
-	n = pick(c, setsize, cpus, two, cpu1, cpu2);
-	r = !n ? -ENOENT
+	s = pick(c, setsize, cpus, two, cpu1, cpu2);
+	r = !s ? -ENOENT
 	    : !two && cpuhog_i_uncovered(c) && !(c->flags & CPUHOG_F_WEAK)
 		    ? -EPERM
 		    : cpuhog_i_call_exclusive(c);
@@ -527,18 +528,18 @@ int cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
 	for (r = r < 0 ? r : -EAGAIN; r == -EAGAIN && o->tries < STOP_TRIES;) {
 		if (o->tries) { /* the set changed: read where we may go anew */
 			c->reach_fresh = false;
-			n = pick(c, setsize, cpus, two, cpu1, cpu2);
+			s = pick(c, setsize, cpus, two, cpu1, cpu2);
 		}
-		r = n ? stop_once(c, n, !cpus && !two, o) : -ENOENT;
-		if (o->rep && n)
-			cpuhog_i_stop_report_try(c, n, o);
+		r = s ? stop_once(c, s, !cpus && !two, o) : -ENOENT;
+		if (o->rep && s)
+			cpuhog_i_stop_report_try(s, o);
 	}
 	if (o->serialized)
 		cpuhog_i_stop_unlock();
 	o->ret = r == -EAGAIN ? -ENOENT : r;
 	if (o->rep) { /* the CPUs are let go: now /proc, where it failed */
 		cpuhog_i_stop_report_end(c, o, o->ret);
-		cpuhog_i_stop_report_arm(c, 0, false);
+		cpuhog_i_stop_report_arm(c, NULL, false);
 	}
 	cpuhog_i_multi_unlock(c);
 	cpuhog_i_call_leave();

@@ -52,23 +52,24 @@ int cpuhog_i_stop_report_begin(struct stop_outcome *o,
 	return 0;
 }
 
-/* The @n hogs of msel start their times anew: a stop's, or a timed
- * work's (W_F_TIMED). */
-void cpuhog_i_call_report_arm(struct ctx *c, unsigned int n)
+/* The hogs of @s start their times anew: a stop's, or a timed work's
+ * (W_F_TIMED). */
+void cpuhog_i_call_report_arm(const struct sel *s)
 {
 	unsigned int i;
 
-	for (i = 0; i < n; i++) {
-		SET(&c->msel[i]->t_arrived, 0);
-		SET(&c->msel[i]->t_held, 0);
-		SET(&c->msel[i]->t_released, 0);
+	for (i = 0; i < s->n; i++) {
+		SET(&s->hog[i]->t_arrived, 0);
+		SET(&s->hog[i]->t_held, 0);
+		SET(&s->hog[i]->t_released, 0);
 	}
 }
 
-/* The @n hogs of msel take their times from now (@on), or stop. */
-void cpuhog_i_stop_report_arm(struct ctx *c, unsigned int n, bool on)
+/* The hogs of @s take their times from now (@on), or (none) stop. */
+void cpuhog_i_stop_report_arm(struct ctx *c, const struct sel *s, bool on)
 {
-	cpuhog_i_call_report_arm(c, n);
+	if (s)
+		cpuhog_i_call_report_arm(s);
 	/* published to the hogs by cpuhog_i_multi_push()'s seq_cst pushes */
 	SET(&c->stop->timing, on);
 }
@@ -114,21 +115,20 @@ static bool slot_queued(struct hog *h)
 		W_STATE) == W_QUEUED;
 }
 
-/* A try's times, from the @n hogs of msel (the last try's stand). */
-void cpuhog_i_stop_report_try(struct ctx *c, unsigned int n,
-			      struct stop_outcome *o)
+/* A try's times, from the hogs of @s (the last try's stand). */
+void cpuhog_i_stop_report_try(const struct sel *s, struct stop_outcome *o)
 {
 	struct cpuhog_report *rep = o->rep;
 	uint64_t first_held = 0, first_out = 0;
 	bool all_held = true;
 	unsigned int i;
 
-	rep->nr_cpu = n;
+	rep->nr_cpu = s->n;
 	rep->nr_missing = 0;
 	CPU_ZERO(&rep->held);
 	CPU_ZERO(&rep->missing);
-	for (i = 0; i < n; i++) {
-		struct hog *h = c->msel[i];
+	for (i = 0; i < s->n; i++) {
+		struct hog *h = s->hog[i];
 		uint64_t a = RELAXED(&h->t_arrived), hd = RELAXED(&h->t_held),
 			 out = RELAXED(&h->t_released);
 		unsigned int f = a ? CPUHOG_RC_ARRIVED : CPUHOG_RC_MISSING;
@@ -184,18 +184,18 @@ void cpuhog_i_call_report_cpu(struct stop_outcome *o, unsigned int cpu,
 }
 
 /*
- * The @n hogs of msel, after such a call's wait (@pushed: its works
+ * The hogs of @s, after such a call's wait (@pushed: its works
  * were queued): a hog whose work is still queued never came; one that
  * ran it came, and ran fn if the call succeeded (@o->ended); one that
  * refused it (off its CPU) is reported with no flags.
  */
-void cpuhog_i_call_report_hogs(struct ctx *c, unsigned int n, bool pushed,
+void cpuhog_i_call_report_hogs(const struct sel *s, bool pushed,
 			       struct stop_outcome *o)
 {
 	unsigned int i, f;
 
-	for (i = 0; i < n; i++) {
-		struct hog *h = c->msel[i];
+	for (i = 0; i < s->n; i++) {
+		struct hog *h = s->hog[i];
 
 		if (slot_queued(h))
 			f = CPUHOG_RC_MISSING;

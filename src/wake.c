@@ -132,34 +132,34 @@ static unsigned int plan(struct hog **o, unsigned int lo, unsigned int hi,
 }
 
 /*
- * Plan the wake of the @n hogs in @o (c->msel, topology order; under the
- * multi-CPU lock, every slot free): the root first (the caller's own
- * CPU's hog where it is one of them, moved to the front with its flag),
- * each hog's children set, every child after its parent in @o.  Returns
- * the root, the one hog the caller wakes; NULL for none.
+ * Plan the wake of the hogs of @s (topology order; under the multi-CPU
+ * lock, every slot free): the root first (the caller's own CPU's hog
+ * where it is one of them, moved to the front with its flags), each
+ * hog's children set, every child after its parent in @s.  Returns the
+ * root, the one hog the caller wakes; NULL for none.
  */
-struct hog *cpuhog_i_wake_plan(struct ctx *c, struct hog **o, uint32_t *flags,
-			       unsigned int n)
+struct hog *cpuhog_i_wake_plan(struct ctx *c, struct sel *s)
 {
+	struct hog **o = s->hog;
 	int me = sched_getcpu();
 	unsigned int i;
 
-	for (i = 1; i < n; i++)
+	for (i = 1; i < s->n; i++)
 		if ((int)o[i]->cpu == me) {
 			struct hog *h = o[i];
-			uint32_t f = flags[i];
+			uint32_t f = s->flags[i];
 
 			for (; i > 0; i--) {
 				o[i] = o[i - 1];
-				flags[i] = flags[i - 1];
+				s->flags[i] = s->flags[i - 1];
 			}
 			o[0] = h;
-			flags[0] = f;
+			s->flags[0] = f;
 			break;
 		}
-	if (n == 0)
+	if (s->n == 0)
 		return NULL;
-	o[0]->nkids = plan(o, 1, n, c->fanout, o[0]->kids);
+	o[0]->nkids = plan(o, 1, s->n, c->fanout, o[0]->kids);
 	return o[0];
 }
 
