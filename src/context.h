@@ -61,7 +61,7 @@ enum {
 				   and run even off its CPU (reads off_cpu) */
 	W_F_RUNS_FN = 1u << 1,  /* a stop: this CPU runs fn */
 	W_F_TIMED = 1u << 2,    /* a call with a report: the hog stamps
-				   t_arrived and t_released around fn */
+				   t.arrived and t.released around fn */
 };
 _Static_assert(sizeof(struct work) <= sizeof(struct cpuhog_work),
 	       "struct work must fit in struct cpuhog_work");
@@ -85,13 +85,78 @@ struct sw_count {
 	long nv, niv, flt;
 };
 
-struct hog {
-	/* Written by every producer. */
-	alignas(CACHELINE) _Atomic(struct work *) head;
+/* A hog's queue: written by every producer (hog.c, poll.c, wake.c). */
+struct hog_queue {
+	_Atomic(struct work *) head;
 	_Atomic uint32_t sleeping; /* futex: 1 while the hog sleeps */
 	_Atomic uint64_t queued;
+};
 
-	/* Written by the hog only; the counters are read by get_info. */
+/* What the hog counts, written by it, read by cpuhog_get_info(). */
+struct hog_counts {
+	_Atomic uint64_t run, refused, slept, overran, migrated;
+};
+
+/* The scheduling it asked for and what it got (platform.c), read by
+ * cpuhog_get_info() and the reports. */
+struct hog_sched {
+	int policy, priority, nice, rt_errno;
+};
+
+/* The hog's own (hog.c, hog_here()): a scratch mask for the affinity
+ * check, whether its affinity read as its CPU alone, at which g_moved,
+ * and batches until the next read. */
+struct hog_pin {
+	size_t masksize;
+	cpu_set_t *mask;
+	bool pinned;
+	uint32_t moved_seen;
+	unsigned int until_reread;
+};
+
+/* The hog's own (switches.c): its rseq area (NULL: none), its switch
+ * counts as last read, whether the watch guards that read, and its
+ * callbacks so far (up to SW_WARM). */
+struct hog_sw {
+	void *rseq;
+	struct sw_count last;
+	bool read;
+	unsigned int checks;
+};
+
+/* Stops (stop_machine.c): the generation this hog holds its CPU for, the
+ * last it ran fn for, where and for which call it serialized its core,
+ * when it last looked around while spinning or was looked at (read and
+ * claimed by the other hogs), and (its own) which hog it looks at next. */
+struct hog_stop {
+	_Atomic uint32_t held_gen, ran_gen;
+	_Atomic uint64_t serialized_at; /* gen << 32 | the CPU */
+	_Atomic uint64_t beat;
+	unsigned int look_at;
+};
+
+/* A call with a report (stop_report.c): when this hog arrived, was held
+ * and let go in a stop, or when fn started and returned in a timed work
+ * (W_F_TIMED, held unused); cpuhog_i_now_ns(), 0: not yet.  Written by
+ * the hog only when the call's timing is on, zeroed by the caller. */
+struct hog_times {
+	_Atomic uint64_t arrived, held, released;
+};
+
+/* The wake tree (wake.c, topology.c): the hogs this one wakes when it
+ * takes its slot, written by the caller while the slot is free; its key
+ * in topology order and its index in by_topo. */
+struct hog_tree {
+	struct hog **kids;
+	unsigned int nkids;
+	uint64_t topo;
+	unsigned int pos;
+};
+
+struct hog {
+	alignas(CACHELINE) struct hog_queue q;
+
+	/* Written by the hog only, but for the set-up fields. */
 	alignas(CACHELINE) unsigned int cpu;
 	_Atomic bool stop;
 	bool off_cpu; /* the current batch cannot run on cpu */
@@ -105,42 +170,13 @@ struct hog {
 			  cpuhog_i_redirect_signals() */
 	pthread_t thread;
 	struct ctx *ctx;
-	int policy, priority, nice, rt_errno;
-	_Atomic uint64_t run, refused, slept, overran, migrated;
-	size_t masksize;
-	cpu_set_t *mask; /* scratch for the affinity check */
-	/* The hog's own (hog.c, hog_here()): whether its affinity read as
-	 * its CPU alone, at which g_moved, and batches until the next read. */
-	bool pinned;
-	uint32_t moved_seen;
-	unsigned int until_reread;
-	/* The hog's own (switches.c): its rseq area (NULL: none), its
-	 * switch counts as last read, whether the watch guards that read,
-	 * and its callbacks so far (up to SW_WARM). */
-	void *rseq;
-	struct sw_count sw;
-	bool sw_read;
-	unsigned int sw_checks;
-	/* Stops: the generation this hog holds its CPU for, when it last
-	 * looked around while spinning or was looked at (read and claimed
-	 * by the other hogs), the last it ran fn for, and (its own) which
-	 * hog it looks at next. */
-	_Atomic uint32_t held_gen, ran_gen;
-	_Atomic uint64_t serialized_at; /* gen << 32 | the CPU, at a stop's end */
-	_Atomic uint64_t beat;
-	unsigned int look_at;
-	/* Stops with a report (stop_machine_report()): when this hog
-	 * arrived, was held and let go (cpuhog_i_now_ns(); 0: not yet), written
-	 * by the hog only when the stop's timing is on, zeroed by the caller.
-	 * Other multi-CPU calls with a report (W_F_TIMED): when fn started
-	 * and returned, t_held unused. */
-	_Atomic uint64_t t_arrived, t_held, t_released;
-	/* The wake tree (wake.c): the hogs this one wakes when it takes
-	 * its slot, written by the caller while the slot is free. */
-	struct hog **kids;
-	unsigned int nkids;
-	uint64_t topo; /* its key in topology order (topology.c) */
-	unsigned int topo_pos; /* its index in by_topo: its place in a tree */
+	struct hog_sched sched;
+	struct hog_counts count;
+	struct hog_pin pin;
+	struct hog_sw sw;
+	struct hog_stop st;
+	struct hog_times t;
+	struct hog_tree tree;
 
 	/* The work of multi-CPU calls, one at a time (serialized). */
 	struct work slot;
@@ -161,7 +197,7 @@ struct stop_state {
 	_Atomic uint32_t fn_claimed;  /* fn on any one CPU: taken */
 	_Atomic int ret;	      /* first non-zero return of fn */
 	_Atomic uint64_t run_at;      /* when RUN began */
-	/* A report was asked for: the hogs take their times (t_arrived...),
+	/* A report was asked for: the hogs take their times (struct hog_times),
 	 * and the last arrival when HOLD began (relaxed, both). */
 	_Atomic bool timing;
 	_Atomic uint64_t hold_at;

@@ -40,13 +40,13 @@
 
 static void hog_sleep(struct hog *h)
 {
-	struct wait w = WAIT(&h->sleeping, 1, 0, NO_DEADLINE);
+	struct wait w = WAIT(&h->q.sleeping, 1, 0, NO_DEADLINE);
 
 	/* seq_cst loads: Dekker with cpuhog_i_wake_hog() (platform.c) */
-	while (atomic_load(&h->head) == NULL && !atomic_load(&h->stop))
+	while (atomic_load(&h->q.head) == NULL && !atomic_load(&h->stop))
 		cpuhog_i_wait_turn(&w);
 	/* relaxed: only a hint for producers; the queue itself is re-read */
-	atomic_store_explicit(&h->sleeping, 0, memory_order_relaxed);
+	atomic_store_explicit(&h->q.sleeping, 0, memory_order_relaxed);
 }
 
 static void group_arrive(struct group *g, uint32_t gen)
@@ -108,16 +108,16 @@ static bool run_one(struct hog *h, struct work *w)
 		return false;
 	PROBE3(fn_start, h->cpu, w->fn, w->arg);
 	if (w->flags & W_F_TIMED) /* a report was asked for */
-		stamp_now(&h->t_arrived);
+		stamp_now(&h->t.arrived);
 	ret = w->fn(w->arg);
 	if (w->flags & W_F_TIMED)
-		stamp_now(&h->t_released);
+		stamp_now(&h->t.released);
 	PROBE3(fn_end, h->cpu, w->fn, ret);
 	if (check)
 		cpuhog_i_check_end(h, w->fn, &ck);
 	else if (!internal && sched_getcpu() != (int)h->cpu)
-		hog_bump(&h->migrated);
-	hog_bump(&h->run);
+		hog_bump(&h->count.migrated);
+	hog_bump(&h->count.run);
 	work_finish(w, ret, 1);
 	/* after the completion, not before: the first system call after the
 	 * hog's wake costs it about 0.9 us here (860 ns against 230 ns for
@@ -132,7 +132,7 @@ static bool run_one(struct hog *h, struct work *w)
 /* A work for a CPU the hog is not on: it fails, and fn never runs. */
 static void refuse(struct hog *h, struct work *w)
 {
-	hog_bump(&h->refused);
+	hog_bump(&h->count.refused);
 	work_finish(w, -ENOENT, 0);
 }
 
@@ -140,7 +140,7 @@ static void refuse(struct hog *h, struct work *w)
 static void note_where(struct hog *h, bool here)
 {
 	h->off_cpu = !here;
-	h->pinned = h->pinned && here;
+	h->pin.pinned = h->pin.pinned && here;
 	/* relaxed: a hint for multi-CPU callers, who check it */
 	if (atomic_load_explicit(&h->away, memory_order_relaxed) == here)
 		atomic_store_explicit(&h->away, !here, memory_order_relaxed);
@@ -177,17 +177,17 @@ static bool hog_here(struct hog *h)
 	/* relaxed: a hint to look, not an order on anything else */
 	uint32_t moved = atomic_load_explicit(&g_moved, memory_order_relaxed);
 
-	if (sched_getcpu() == (int)h->cpu && h->pinned &&
-	    h->moved_seen == moved && h->until_reread-- > 0)
+	if (sched_getcpu() == (int)h->cpu && h->pin.pinned &&
+	    h->pin.moved_seen == moved && h->pin.until_reread-- > 0)
 		return true;
 	if (sched_getcpu() != (int)h->cpu)
 		moved = atomic_fetch_add_explicit(&g_moved, 1,
 						  memory_order_relaxed) + 1;
-	h->moved_seen = moved;
-	h->until_reread = REREAD_EVERY;
-	h->pinned = cpuhog_i_pinned_to(h->masksize, h->mask, h->cpu) ||
-		    cpuhog_i_pin_to(h->masksize, h->mask, h->cpu) == 0;
-	return h->pinned;
+	h->pin.moved_seen = moved;
+	h->pin.until_reread = REREAD_EVERY;
+	h->pin.pinned = cpuhog_i_pinned_to(h->pin.masksize, h->pin.mask, h->cpu) ||
+		    cpuhog_i_pin_to(h->pin.masksize, h->pin.mask, h->cpu) == 0;
+	return h->pin.pinned;
 }
 
 /*
@@ -256,7 +256,7 @@ void *cpuhog_i_hog_main(void *arg)
 
 	for (;;) {
 		/* acquire: the works' fields, written before their push */
-		list = atomic_exchange_explicit(&h->head, NULL,
+		list = atomic_exchange_explicit(&h->q.head, NULL,
 						memory_order_acquire);
 		if (list) {
 			run_batch(h, reverse(list));
@@ -276,15 +276,15 @@ void *cpuhog_i_hog_main(void *arg)
 /* Push @w on @h's queue; a sleeping hog sees it only once woken. */
 void cpuhog_i_push_work(struct hog *h, struct work *w)
 {
-	struct work *old = atomic_load_explicit(&h->head, memory_order_relaxed);
+	struct work *old = atomic_load_explicit(&h->q.head, memory_order_relaxed);
 
 	/* relaxed: a statistic, balanced against run + refused when idle */
-	atomic_fetch_add_explicit(&h->queued, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->q.queued, 1, memory_order_relaxed);
 	do {
 		w->next = old;
 		/* seq_cst: releases w's fields to the hog's acquire exchange,
 		 * and orders the push before cpuhog_i_wake_hog()'s load */
-	} while (!atomic_compare_exchange_weak(&h->head, &old, w));
+	} while (!atomic_compare_exchange_weak(&h->q.head, &old, w));
 }
 
 void cpuhog_i_queue_work(struct hog *h, struct work *w)

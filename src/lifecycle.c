@@ -124,7 +124,7 @@ static void ctx_free(struct ctx *c)
 	unsigned int i;
 
 	for (i = 0; c->hogs && i < c->nr_hogs; i++) {
-		free(c->hogs[i].mask);
+		free(c->hogs[i].pin.mask);
 		if (c->hogs[i].status_fd >= 0)
 			close(c->hogs[i].status_fd);
 		/* the pollers: stopped, or a fork's inherited */
@@ -377,12 +377,12 @@ static int hog_start(struct ctx *c, struct hog *h, unsigned int cpu)
 	h->cpu = cpu;
 	h->ctx = c;
 	h->status_fd = -1;
-	h->masksize = CPU_ALLOC_SIZE(c->nr_cpu_ids);
-	h->mask = CPU_ALLOC(c->nr_cpu_ids);
-	if (!h->mask)
+	h->pin.masksize = CPU_ALLOC_SIZE(c->nr_cpu_ids);
+	h->pin.mask = CPU_ALLOC(c->nr_cpu_ids);
+	if (!h->pin.mask)
 		return -ENOMEM;
-	CPU_ZERO_S(h->masksize, h->mask);
-	CPU_SET_S(cpu, h->masksize, h->mask);
+	CPU_ZERO_S(h->pin.masksize, h->pin.mask);
+	CPU_SET_S(cpu, h->pin.masksize, h->pin.mask);
 	sigfillset(&all);
 	pthread_attr_init(&pa);
 	pthread_attr_setstacksize(&pa, c->stack_size);
@@ -390,7 +390,7 @@ static int hog_start(struct ctx *c, struct hog *h, unsigned int cpu)
 	 * every signal blocked: no window where a signal lands in a hog or
 	 * the hog runs fn on another CPU. */
 	pthread_attr_setsigmask_np(&pa, &all);
-	r = cpuhog_i_thread_start(&h->thread, &pa, h->masksize, h->mask,
+	r = cpuhog_i_thread_start(&h->thread, &pa, h->pin.masksize, h->pin.mask,
 				  c->possible, cpuhog_i_hog_main, h);
 	pthread_attr_destroy(&pa);
 	if (r < 0)
@@ -413,7 +413,7 @@ static void hogs_await_start(struct ctx *c)
 		 */
 		while (!atomic_load_explicit(&h->started, memory_order_acquire))
 			cpuhog_i_futex_wait(&h->started, 0, NO_DEADLINE);
-		if (h->policy != SCHED_FIFO && h->policy != SCHED_RR)
+		if (h->sched.policy != SCHED_FIFO && h->sched.policy != SCHED_RR)
 			c->rt_ok = false;
 	}
 }
@@ -466,7 +466,7 @@ static int hogs_start(struct ctx *c, size_t sz, const cpu_set_t *want)
 			continue;
 		r = hog_start(c, h, cpu);
 		if (r < 0) {
-			free(h->mask);
+			free(h->pin.mask);
 			memset(h, 0, sizeof(*h));
 			return r;
 		}
@@ -489,9 +489,9 @@ static void tree_setup(struct ctx *c)
 	for (i = 0; i < c->nr_hogs; i++) {
 		struct hog *h = &c->hogs[i];
 
-		h->topo = cpuhog_i_topo_key(h->cpu, sz, c->mscratch,
+		h->tree.topo = cpuhog_i_topo_key(h->cpu, sz, c->mscratch,
 					    c->nr_cpu_ids);
-		h->kids = c->kid_store + (size_t)i * c->fanout;
+		h->tree.kids = c->kid_store + (size_t)i * c->fanout;
 	}
 	cpuhog_i_topo_sort(c);
 }
@@ -797,21 +797,22 @@ static void info_sched(struct ctx *c, struct cpuhog_info *info)
 	info->priority = INT_MAX;
 	for (i = 0; i < c->nr_hogs; i++) {
 		struct hog *h = &c->hogs[i];
-		bool rt = h->policy == SCHED_FIFO || h->policy == SCHED_RR;
+		bool rt = h->sched.policy == SCHED_FIFO ||
+			  h->sched.policy == SCHED_RR;
 
 		if (h->cpu < CPU_SETSIZE)
 			CPU_SET(h->cpu, &info->cpus);
 		if (!rt && info->policy != SCHED_OTHER) {
-			info->policy = h->policy;
+			info->policy = h->sched.policy;
 			info->priority = 0;
-			info->nice = h->nice;
-			info->rt_errno = h->rt_errno;
+			info->nice = h->sched.nice;
+			info->rt_errno = h->sched.rt_errno;
 		}
 		if (rt && info->policy == SCHED_FIFO &&
-		    h->priority < info->priority)
-			info->priority = h->priority;
-		if (!rt && h->nice > info->nice)
-			info->nice = h->nice;
+		    h->sched.priority < info->priority)
+			info->priority = h->sched.priority;
+		if (!rt && h->sched.nice > info->nice)
+			info->nice = h->sched.nice;
 	}
 }
 
@@ -831,12 +832,12 @@ int cpuhog_get_info(struct cpuhog_info *info)
 	info->flags = c->flags;
 	info->stack_size = c->stack_size;
 	info_sched(c, info);
-	info->queued = sum(c, offsetof(struct hog, queued));
-	info->run = sum(c, offsetof(struct hog, run));
-	info->refused = sum(c, offsetof(struct hog, refused));
-	info->slept = sum(c, offsetof(struct hog, slept));
-	info->overran = sum(c, offsetof(struct hog, overran));
-	info->migrated = sum(c, offsetof(struct hog, migrated));
+	info->queued = sum(c, offsetof(struct hog, q.queued));
+	info->run = sum(c, offsetof(struct hog, count.run));
+	info->refused = sum(c, offsetof(struct hog, count.refused));
+	info->slept = sum(c, offsetof(struct hog, count.slept));
+	info->overran = sum(c, offsetof(struct hog, count.overran));
+	info->migrated = sum(c, offsetof(struct hog, count.migrated));
 	info->stops = atomic_load_explicit(&c->stops, memory_order_relaxed);
 	info->stop_timeouts =
 		atomic_load_explicit(&c->stop_timeouts, memory_order_relaxed);

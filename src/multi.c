@@ -213,8 +213,8 @@ int64_t cpuhog_i_multi_reserve(struct ctx *c, const struct sel *s,
 	if (++c->multi_gen == 0) { /* round: no tag of a past call stays */
 		c->multi_gen = 1;
 		for (i = 0; i < c->nr_hogs; i++) {
-			atomic_store(&c->hogs[i].held_gen, 0);
-			atomic_store(&c->hogs[i].ran_gen, 0);
+			atomic_store(&c->hogs[i].st.held_gen, 0);
+			atomic_store(&c->hogs[i].st.ran_gen, 0);
 		}
 	}
 	return c->multi_gen;
@@ -257,9 +257,9 @@ void cpuhog_i_multi_push(struct ctx *c, struct sel *s, uint32_t gen,
 		slot_push(c, s->hog[i], gen, fn, arg, flags | s->flags[i]);
 	/* a stop's remote wake first, to overlap the switch to our own
 	 * CPU's root (wake.c) */
-	if (root && root->nkids && (flags & W_F_INTERNAL) &&
+	if (root && root->tree.nkids && (flags & W_F_INTERNAL) &&
 	    (int)root->cpu == sched_getcpu())
-		cpuhog_i_wake_hog(root->kids[0]);
+		cpuhog_i_wake_hog(root->tree.kids[0]);
 	if (root)
 		cpuhog_i_wake_hog(root);
 }

@@ -275,10 +275,10 @@ void cpuhog_i_obtain_priority(struct hog *h, int want)
 	struct rlimit rl;
 	int nice_floor = 0;
 
-	h->rt_errno = 0;
+	h->sched.rt_errno = 0;
 	if (sched_setscheduler(0, SCHED_FIFO, &sp) == 0)
 		goto done;
-	h->rt_errno = errno;
+	h->sched.rt_errno = errno;
 	if (getrlimit(RLIMIT_RTPRIO, &rl) == 0 && rl.rlim_cur > 0) {
 		sp.sched_priority = rl.rlim_cur < (rlim_t)want ? (int)rl.rlim_cur
 							       : want;
@@ -293,14 +293,14 @@ void cpuhog_i_obtain_priority(struct hog *h, int want)
 	if (setpriority(PRIO_PROCESS, (id_t)h->tid, -20) < 0 && nice_floor < 0)
 		setpriority(PRIO_PROCESS, (id_t)h->tid, nice_floor);
 done:
-	h->policy = sched_getscheduler(0);
-	h->priority = 0;
+	h->sched.policy = sched_getscheduler(0);
+	h->sched.priority = 0;
 	if (sched_getparam(0, &sp) == 0)
-		h->priority = sp.sched_priority;
+		h->sched.priority = sp.sched_priority;
 	errno = 0;
-	h->nice = getpriority(PRIO_PROCESS, (id_t)h->tid);
-	if (h->policy == SCHED_FIFO || h->policy == SCHED_RR)
-		h->rt_errno = 0;
+	h->sched.nice = getpriority(PRIO_PROCESS, (id_t)h->tid);
+	if (h->sched.policy == SCHED_FIFO || h->sched.policy == SCHED_RR)
+		h->sched.rt_errno = 0;
 }
 
 /* The calling thread's context switches and minor faults. */

@@ -140,11 +140,11 @@ static void claim(struct poller *p)
 	struct hog *h = p->hog;
 
 	/* acquire: pairs with the producer's seq_cst push */
-	if (!atomic_load_explicit(&h->head, memory_order_acquire))
+	if (!atomic_load_explicit(&h->q.head, memory_order_acquire))
 		return;
-	if (atomic_load(&h->sleeping) && atomic_exchange(&h->sleeping, 0)) {
+	if (atomic_load(&h->q.sleeping) && atomic_exchange(&h->q.sleeping, 0)) {
 		atomic_fetch_add_explicit(&p->claims, 1, memory_order_relaxed);
-		cpuhog_i_futex_wake(&h->sleeping, 1);
+		cpuhog_i_futex_wake(&h->q.sleeping, 1);
 	}
 }
 
@@ -253,7 +253,7 @@ static bool stepped_aside(struct poller *p, uint64_t t)
 static void away(struct poller *p)
 {
 	park(p, PARKED_TIMED, cpuhog_i_deadline_in(AWAY_RETRY_NS));
-	cpuhog_i_pin_to(p->hog->masksize, p->mask, p->hog->cpu);
+	cpuhog_i_pin_to(p->hog->pin.masksize, p->mask, p->hog->cpu);
 	resume(p);
 }
 
@@ -335,7 +335,7 @@ bool cpuhog_i_poll_offer(struct hog *h)
 	if (!poller_live(p))
 		goto fallback;
 	end = cpuhog_i_now_ns() + CLAIM_NS;
-	while (atomic_load(&h->sleeping)) {
+	while (atomic_load(&h->q.sleeping)) {
 		cpu_relax();
 		if (cpuhog_i_now_ns() > end)
 			goto fallback;
@@ -430,8 +430,8 @@ static struct poller *poller_new(struct hog *h)
 		poller_free(p);
 		return NULL;
 	}
-	CPU_ZERO_S(h->masksize, p->mask);
-	CPU_SET_S(h->cpu, h->masksize, p->mask);
+	CPU_ZERO_S(h->pin.masksize, p->mask);
+	CPU_SET_S(h->cpu, h->pin.masksize, p->mask);
 	return p;
 }
 
@@ -456,7 +456,7 @@ int cpuhog_i_poll_start(struct hog *h)
 	pthread_attr_setschedpolicy(&pa, SCHED_OTHER);
 	pthread_attr_setschedparam(&pa, &sp);
 	/* away with its hog, where the CPU cannot be had now (away()) */
-	r = cpuhog_i_thread_start(&p->thread, &pa, h->masksize, p->mask,
+	r = cpuhog_i_thread_start(&p->thread, &pa, h->pin.masksize, p->mask,
 				  h->ctx->possible, poller_main, p);
 	pthread_attr_destroy(&pa);
 	if (r < 0) {

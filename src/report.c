@@ -77,10 +77,10 @@ void cpuhog_i_check_end(struct hog *h, cpuhog_fn_t fn, const struct check *ck)
 	char what[96];
 
 	if (sched_getcpu() != (int)h->cpu)
-		hog_bump(&h->migrated);
+		hog_bump(&h->count.migrated);
 	if (slept > 0) {
 		PROBE3(report_sleep, h->cpu, fn, slept);
-		hog_bump(&h->slept);
+		hog_bump(&h->count.slept);
 		snprintf(what, sizeof(what),
 			 "slept (%ld voluntary context switches)", slept);
 		if (c->flags & CPUHOG_F_STRICT) {
@@ -93,7 +93,7 @@ void cpuhog_i_check_end(struct hog *h, cpuhog_fn_t fn, const struct check *ck)
 	}
 	if (dt > c->overrun_ns) {
 		PROBE3(report_overrun, h->cpu, fn, dt);
-		hog_bump(&h->overran);
+		hog_bump(&h->count.overran);
 		if (first_report(c, fn, KIND_OVERRAN)) {
 			snprintf(what, sizeof(what),
 				 "ran %.1f ms (threshold %.1f ms)", dt / 1e6,

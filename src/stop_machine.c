@@ -194,23 +194,23 @@ static bool hold_lost(struct stop_state *st, struct hog *h, uint32_t gen,
 {
 	unsigned int i, nr = st->ctx->nr_hogs;
 
-	SET(&h->beat, now);
+	SET(&h->st.beat, now);
 	if (RELAXED(&st->released) == gen)
 		return true;
 	if (!on_own_cpu(h))
 		return release_hold(st, gen, STOP_LOST);
 	for (i = 0; i < nr; i++) {
-		struct hog *x = &st->ctx->hogs[(h->look_at + i) % nr];
-		uint64_t b = RELAXED(&x->beat);
+		struct hog *x = &st->ctx->hogs[(h->st.look_at + i) % nr];
+		uint64_t b = RELAXED(&x->st.beat);
 
 		if (x == h || now - b < QUIET_NS ||
-		    RELAXED(&x->held_gen) != gen ||
+		    RELAXED(&x->st.held_gen) != gen ||
 		    !atomic_compare_exchange_strong_explicit(
-			    &x->beat, &b, now, memory_order_relaxed,
+			    &x->st.beat, &b, now, memory_order_relaxed,
 			    memory_order_relaxed))
 			continue;
-		h->look_at = (h->look_at + i + 1) % nr;
-		if (cpuhog_i_affine_only(x->tid, h->masksize, h->mask, x->cpu))
+		h->st.look_at = (h->st.look_at + i + 1) % nr;
+		if (cpuhog_i_affine_only(x->tid, h->pin.masksize, h->pin.mask, x->cpu))
 			return false;
 		cpuhog_i_hogs_look_again(); /* a widened mask: it re-pins itself
 					     */
@@ -266,7 +266,7 @@ static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
 		w.deadline = RELAXED(&st->deadline);
 		if (a == A_SLEEP) { /* the hold ends here: no more looks */
 			if (RELAXED(&st->timing))
-				stamp(&h->t_released, t);
+				stamp(&h->t.released, t);
 			look = w.deadline = NO_DEADLINE;
 			w.spin_end = 0;
 		}
@@ -302,7 +302,7 @@ static void call_fn(struct stop_state *st, struct hog *h, uint32_t gen)
 		release_hold(st, gen, STOP_LOST);
 	cpuhog_i_redirect_signals(h);
 	/* relaxed, both: the RUN -> EXIT transition publishes them */
-	SET(&h->ran_gen, gen);
+	SET(&h->st.ran_gen, gen);
 	if (r) /* the first non-zero */
 		atomic_compare_exchange_strong_explicit(&st->ret, &zero, r,
 							memory_order_relaxed,
@@ -321,8 +321,8 @@ static int stop_cpu(void *arg)
 
 	while (GEN(v) == gen && PHASE(v) > ph && PHASE(v) < PH_EXIT) {
 		ph = PHASE(v);
-		SET(&h->beat, cpuhog_i_now_ns());
-		SET(&h->held_gen, gen);
+		SET(&h->st.beat, cpuhog_i_now_ns());
+		SET(&h->st.held_gen, gen);
 		if ((ph == PH_PREPARE || ph == PH_CHECK) &&
 		    (h->off_cpu || !on_own_cpu(h))) { /* the set is fixed */
 			abandon(st, gen, PH_NOCPU);
@@ -334,7 +334,7 @@ static int stop_cpu(void *arg)
 		    (st->fn_one || (h->slot.flags & W_F_RUNS_FN)))
 			cpuhog_i_sw_prime(h);
 		if (RELAXED(&st->timing) && (ph == PH_PREPARE || ph == PH_HOLD))
-			stamp(ph == PH_PREPARE ? &h->t_arrived : &h->t_held,
+			stamp(ph == PH_PREPARE ? &h->t.arrived : &h->t.held,
 			      cpuhog_i_now_ns());
 		if (ph == PH_RUN && on_own_cpu(h))
 			call_fn(st, h, gen);
@@ -342,12 +342,12 @@ static int stop_cpu(void *arg)
 		v = await(st, h, gen, ph);
 	}
 	if (ph && RELAXED(&st->timing))
-		stamp(&h->t_released, cpuhog_i_now_ns());
+		stamp(&h->t.released, cpuhog_i_now_ns());
 	cpuhog_i_serialize_core(); /* code fn rewrote is safe to run from here
 				      on */
 	/* which core that was: the caller's look (relaxed: the work's
 	 * completion publishes it) */
-	SET(&h->serialized_at, (uint64_t)gen << 32 | (uint32_t)sched_getcpu());
+	SET(&h->st.serialized_at, (uint64_t)gen << 32 | (uint32_t)sched_getcpu());
 	return 0;
 }
 
@@ -415,7 +415,7 @@ static int stop_once(struct ctx *c, struct sel *s, bool fn_one,
 	 * after fn (we run here only since; a CPUID, 7 us in a VM, spared) */
 	i = (unsigned int)sched_getcpu();
 	if (ph == PH_EXIT && (!cpuhog_i_hog_of(c, i) ||
-			      RELAXED(&cpuhog_i_hog_of(c, i)->serialized_at) !=
+			      RELAXED(&cpuhog_i_hog_of(c, i)->st.serialized_at) !=
 				      ((uint64_t)(uint32_t)gen << 32 | i)))
 		cpuhog_i_serialize_core();
 	if (ph != PH_EXIT) {
@@ -426,7 +426,7 @@ static int stop_once(struct ctx *c, struct sel *s, bool fn_one,
 	}
 	o->ended = STOP_RAN;
 	for (i = 0; i < s->n; i++) /* relaxed: EXIT, acquired, published it */
-		if (RELAXED(&s->hog[i]->ran_gen) == (uint32_t)gen) {
+		if (RELAXED(&s->hog[i]->st.ran_gen) == (uint32_t)gen) {
 			o->fn_runs++;
 			if (s->hog[i]->cpu < CPU_SETSIZE)
 				CPU_SET(s->hog[i]->cpu, &o->ran);

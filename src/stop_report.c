@@ -59,9 +59,9 @@ void cpuhog_i_call_report_arm(const struct sel *s)
 	unsigned int i;
 
 	for (i = 0; i < s->n; i++) {
-		SET(&s->hog[i]->t_arrived, 0);
-		SET(&s->hog[i]->t_held, 0);
-		SET(&s->hog[i]->t_released, 0);
+		SET(&s->hog[i]->t.arrived, 0);
+		SET(&s->hog[i]->t.held, 0);
+		SET(&s->hog[i]->t.released, 0);
 	}
 }
 
@@ -129,8 +129,8 @@ void cpuhog_i_stop_report_try(const struct sel *s, struct stop_outcome *o)
 	CPU_ZERO(&rep->missing);
 	for (i = 0; i < s->n; i++) {
 		struct hog *h = s->hog[i];
-		uint64_t a = RELAXED(&h->t_arrived), hd = RELAXED(&h->t_held),
-			 out = RELAXED(&h->t_released);
+		uint64_t a = RELAXED(&h->t.arrived), hd = RELAXED(&h->t.held),
+			 out = RELAXED(&h->t.released);
 		unsigned int f = a ? CPUHOG_RC_ARRIVED : CPUHOG_RC_MISSING;
 
 		if (!o->pushed) { /* the reserve timed out: no times */
@@ -150,7 +150,7 @@ void cpuhog_i_stop_report_try(const struct sel *s, struct stop_outcome *o)
 		if (out && (!first_out || out < first_out))
 			first_out = out;
 		if (hd && o->ended == STOP_RAN &&
-		    RELAXED(&h->ran_gen) == RELAXED(&h->held_gen))
+		    RELAXED(&h->st.ran_gen) == RELAXED(&h->st.held_gen))
 			f |= CPUHOG_RC_RAN;
 		put_cpu(o, i, h->cpu, f, a, hd, out);
 	}
@@ -206,8 +206,8 @@ void cpuhog_i_call_report_hogs(const struct sel *s, bool pushed,
 			    (o->ended == STOP_RAN ? CPUHOG_RC_RAN : 0);
 		cpuhog_i_call_report_cpu(
 			o, h->cpu, f,
-			f & CPUHOG_RC_ARRIVED ? RELAXED(&h->t_arrived) : 0,
-			f & CPUHOG_RC_ARRIVED ? RELAXED(&h->t_released) : 0);
+			f & CPUHOG_RC_ARRIVED ? RELAXED(&h->t.arrived) : 0,
+			f & CPUHOG_RC_ARRIVED ? RELAXED(&h->t.released) : 0);
 	}
 }
 

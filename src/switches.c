@@ -77,13 +77,13 @@ static struct rseq *own_area(void)
  * never torn or cached, and ordered as program order on this thread. */
 static uint64_t cs_load(struct hog *h)
 {
-	return __atomic_load_n(&((struct rseq *)h->rseq)->rseq_cs,
+	return __atomic_load_n(&((struct rseq *)h->sw.rseq)->rseq_cs,
 			       __ATOMIC_RELAXED);
 }
 
 static void cs_store(struct hog *h, uint64_t v)
 {
-	__atomic_store_n(&((struct rseq *)h->rseq)->rseq_cs, v, __ATOMIC_RELAXED);
+	__atomic_store_n(&((struct rseq *)h->sw.rseq)->rseq_cs, v, __ATOMIC_RELAXED);
 }
 #else
 static void *own_area(void)
@@ -101,7 +101,7 @@ static bool watch_holds(struct hog *h)
 	/* compiler-only fence: the kernel clears the field on this thread,
 	 * between our instructions, as a signal handler would */
 	atomic_signal_fence(memory_order_seq_cst);
-	return h->rseq && cs_load(h) == (uint64_t)(uintptr_t)&quiet_cs;
+	return h->sw.rseq && cs_load(h) == (uint64_t)(uintptr_t)&quiet_cs;
 #else
 	(void)h;
 	return false;
@@ -111,7 +111,7 @@ static bool watch_holds(struct hog *h)
 static void arm(struct hog *h)
 {
 #ifdef RSEQ_SIG
-	if (h->rseq)
+	if (h->sw.rseq)
 		cs_store(h, (uint64_t)(uintptr_t)&quiet_cs);
 	/* the store before what follows (the read, the callback) */
 	atomic_signal_fence(memory_order_seq_cst);
@@ -156,11 +156,11 @@ static bool watch_works(struct hog *h)
 /* At the hog's start, on its own thread (the rseq area is per thread). */
 void cpuhog_i_sw_init(struct hog *h)
 {
-	h->rseq = own_area();
-	if (h->rseq && !watch_works(h))
-		h->rseq = NULL;
-	h->sw_read = false;
-	h->sw_checks = 0;
+	h->sw.rseq = own_area();
+	if (h->sw.rseq && !watch_works(h))
+		h->sw.rseq = NULL;
+	h->sw.read = false;
+	h->sw.checks = 0;
 }
 
 /* A hog's first callbacks run its code for the first time: every first
@@ -172,18 +172,18 @@ void cpuhog_i_sw_init(struct hog *h)
  * the hog's own paths are warm. */
 static bool may_reuse(struct hog *h)
 {
-	return !(h->ctx->flags & CPUHOG_F_STRICT) && h->sw_checks >= SW_WARM;
+	return !(h->ctx->flags & CPUHOG_F_STRICT) && h->sw.checks >= SW_WARM;
 }
 
 /* The counts now, reading them only if the watch went. */
 void cpuhog_i_sw_now(struct hog *h, struct sw_count *out)
 {
-	if (!h->sw_read || !may_reuse(h) || !watch_holds(h)) {
+	if (!h->sw.read || !may_reuse(h) || !watch_holds(h)) {
 		arm(h); /* first: a switch after the read clears it */
-		cpuhog_i_thread_switches(&h->sw);
-		h->sw_read = h->rseq != NULL;
+		cpuhog_i_thread_switches(&h->sw.last);
+		h->sw.read = h->sw.rseq != NULL;
 	}
-	*out = h->sw;
+	*out = h->sw.last;
 }
 
 /* Read the counts now, off a callback's path (a stop's PREPARE), where
@@ -193,7 +193,7 @@ void cpuhog_i_sw_prime(struct hog *h)
 {
 	struct sw_count now;
 
-	if (h->rseq && may_reuse(h))
+	if (h->sw.rseq && may_reuse(h))
 		cpuhog_i_sw_now(h, &now);
 }
 
@@ -204,7 +204,7 @@ long cpuhog_i_sw_slept_since(struct hog *h, const struct sw_count *before)
 	long slept;
 
 	cpuhog_i_sw_now(h, &now);
-	h->sw_checks += h->sw_checks < SW_WARM;
+	h->sw.checks += h->sw.checks < SW_WARM;
 	/* a minor fault may wait for the mmap lock (another thread's
 	 * fork() or mmap()): the process's doing, not the callback's */
 	slept = (now.nv - before->nv) - (now.flt - before->flt);
@@ -216,5 +216,5 @@ long cpuhog_i_sw_slept_since(struct hog *h, const struct sw_count *before)
  * against the next callback's sleeps. */
 void cpuhog_i_sw_forget(struct hog *h)
 {
-	h->sw_read = false;
+	h->sw.read = false;
 }

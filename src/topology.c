@@ -89,10 +89,10 @@ uint64_t cpuhog_i_topo_key(unsigned int cpu, size_t setsize, cpu_set_t *scratch,
 
 static int by_key(const void *a, const void *b)
 {
-	const struct hog *x = *(struct hog *const *)a;
-	const struct hog *y = *(struct hog *const *)b;
+	uint64_t x = (*(struct hog *const *)a)->tree.topo;
+	uint64_t y = (*(struct hog *const *)b)->tree.topo;
 
-	return x->topo < y->topo ? -1 : x->topo > y->topo;
+	return x < y ? -1 : x > y;
 }
 
 /* c->by_topo: the hogs in topology order (every hog's topo is set). */
@@ -104,5 +104,5 @@ void cpuhog_i_topo_sort(struct ctx *c)
 		c->by_topo[i] = &c->hogs[i];
 	qsort(c->by_topo, c->nr_hogs, sizeof(*c->by_topo), by_key);
 	for (i = 0; i < c->nr_hogs; i++)
-		c->by_topo[i]->topo_pos = i;
+		c->by_topo[i]->tree.pos = i;
 }

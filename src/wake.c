@@ -78,10 +78,10 @@ void cpuhog_i_wake_hog(struct hog *h)
 	/* seq_cst, after the producer's seq_cst push: Dekker's pattern
 	 * with hog_sleep() (platform.c's note on waiting).  The exchange
 	 * lets one producer of many pay for the system call. */
-	if (!atomic_load(&h->sleeping) || cpuhog_i_poll_offer(h))
+	if (!atomic_load(&h->q.sleeping) || cpuhog_i_poll_offer(h))
 		return; /* awake, or its poller took the wake (poll.c) */
-	if (atomic_exchange(&h->sleeping, 0))
-		cpuhog_i_futex_wake(&h->sleeping, 1);
+	if (atomic_exchange(&h->q.sleeping, 0))
+		cpuhog_i_futex_wake(&h->q.sleeping, 1);
 }
 
 
@@ -126,7 +126,7 @@ static unsigned int plan(struct hog **o, unsigned int lo, unsigned int hi,
 			lo + (unsigned int)((uint64_t)len * (j + 1) / m);
 
 		kids[j] = o[a];
-		o[a]->nkids = plan(o, a + 1, b, k, o[a]->kids);
+		o[a]->tree.nkids = plan(o, a + 1, b, k, o[a]->tree.kids);
 	}
 	return m;
 }
@@ -159,7 +159,7 @@ struct hog *cpuhog_i_wake_plan(struct ctx *c, struct sel *s)
 		}
 	if (s->n == 0)
 		return NULL;
-	o[0]->nkids = plan(o, 1, s->n, c->fanout, o[0]->kids);
+	o[0]->tree.nkids = plan(o, 1, s->n, c->fanout, o[0]->tree.kids);
 	return o[0];
 }
 
@@ -168,6 +168,6 @@ void cpuhog_i_wake_kids(struct hog *h)
 {
 	unsigned int i;
 
-	for (i = 0; i < h->nkids; i++)
-		cpuhog_i_wake_hog(h->kids[i]);
+	for (i = 0; i < h->tree.nkids; i++)
+		cpuhog_i_wake_hog(h->tree.kids[i]);
 }
