@@ -102,8 +102,7 @@ static bool run_one(struct hog *h, struct work *w)
 		cpuhog_i_check_begin(h, &ck);
 	/* run_batch() looked just before; but cpuhog_i_check_begin() may make a
 	 * system call (switches.c), and a move during it would run fn
-	 * elsewhere (seen under qemu-user, where every look reads): look
-	 * again after it */
+	 * elsewhere: look again after it */
 	if (check && sched_getcpu() != (int)h->cpu)
 		return false;
 	PROBE3(fn_start, h->cpu, w->fn, w->arg);
@@ -120,10 +119,10 @@ static bool run_one(struct hog *h, struct work *w)
 	hog_bump(&h->count.run);
 	work_finish(w, ret, 1);
 	/* after the completion, not before: the first system call after the
-	 * hog's wake costs it about 0.9 us here (860 ns against 230 ns for
-	 * the same call warm), which the caller would wait out; the signal
-	 * reaches the process all the same, only it may come after the
-	 * call's return (hog_one_cpu(3), NOTES) */
+	 * hog's wake costs several times what it costs warm, which the
+	 * caller would wait out; the signal reaches the process all the
+	 * same, only it may come after the call's return (hog_one_cpu(3),
+	 * NOTES) */
 	if (!internal)
 		cpuhog_i_redirect_signals(h);
 	return true;
@@ -165,8 +164,8 @@ static void note_where(struct hog *h, bool here)
 
 static _Atomic uint32_t g_moved; /* +1 each time a hog finds itself off */
 
-/* Make every hog read its affinity at its next batch (a stop found one
- * no longer pinned: an operator's taskset widened it). */
+/* Make every hog read its affinity at its next batch (a stop finds one
+ * no longer pinned: its mask widened, by an operator's taskset say). */
 void cpuhog_i_hogs_look_again(void)
 {
 	atomic_fetch_add_explicit(&g_moved, 1, memory_order_relaxed);

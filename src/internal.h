@@ -141,7 +141,7 @@ HIDDEN void cpuhog_i_symbol_describe(const void *addr, char *buf, size_t size);
  * looks for work; a waker publishes work, then looks for a sleeper).
  * C11 orders the pair with no fence, and so do x86 and arm64 hardware;
  * QEMU's user-mode arm64 on an x86 host (make check-arm64) does not, and
- * lost wake-ups there.  So on arm64 a full fence (dmb ish): a few
+ * a wake-up would be lost.  So on arm64 a full fence (dmb ish): a few
  * nanoseconds on hardware, on paths about to sleep or stop.
  */
 #if defined(__aarch64__)

@@ -82,7 +82,7 @@ struct ctx *cpuhog_i_ctx_get(int *err)
  * A thread found inside one already can only be here from a signal
  * handler (a callback is refused as hog context before): the handler
  * would wait for what its own thread holds, the lock it took or the hog
- * it was waking, and it hung for ever.  -EDEADLK, as from hog context.
+ * it was waking, and hang for ever.  -EDEADLK, as from hog context.
  * The signal fences keep the flag's stores where they are against a
  * handler of this thread.
  */
@@ -651,8 +651,8 @@ static int init_as(const struct cpuhog_attr *attr, bool inherit)
 	 * Its attributes are taken out before the orphans are freed, and
 	 * they are freed first: a child of a threaded process may find
 	 * malloc's locks taken at the fork, and memory freed here is what
-	 * the new context gets without them (ASan's allocator deadlocked
-	 * in a forked canary when the new context came first) */
+	 * the new context gets without them (ASan's allocator, for one,
+	 * deadlocks where the new context comes first) */
 	if (inherit && !attr && g_orphans) {
 		kept = g_orphans->attr;
 		kept_cpus = g_orphans->attr_cpus;

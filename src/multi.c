@@ -68,14 +68,14 @@ static bool in_transit(struct ctx *c, uint64_t now)
 /*
  * End a multi-CPU call.  While a hogged CPU is away (going offline,
  * offline, out of the cpuset), our callers and hogs crowd onto the CPUs
- * left, and a storm of multi-CPU calls from several threads kept the
- * kernel's own threads there (the RCU grace-period kthread, workqueues)
- * from running for minutes, while the offline waited for them.  So the
+ * left, and multi-CPU calls back to back from several threads can keep
+ * the kernel's own threads there (the RCU grace-period kthread,
+ * workqueues) from running, while the offline waits for them.  So the
  * caller sleeps before it lets the next multi-CPU call in, while every
  * other multi-CPU caller is asleep on the lock, and the kernel's threads
  * run: 4 ms after every call while the CPU is still in transit (listed
  * online, not active: the hotplug is waiting), and 1 ms once per 4 ms
- * (one tick) while it stays away.  docs/RELIABILITY.md has the evidence.
+ * (one tick) while it stays away (docs/RELIABILITY.md names the test).
  */
 void cpuhog_i_multi_unlock(struct ctx *c)
 {
@@ -138,8 +138,8 @@ const cpu_set_t *cpuhog_i_reach(struct ctx *c)
  * Whether @h's CPU can be used now (under multi_lock).  A hog away from
  * its CPU (offline, outside the cpuset, or never had) is not woken by
  * multi-CPU calls until its CPU is back in cpuhog_i_reach(): its work would
- * only be refused, and while a CPU goes offline, waking it meant an extra
- * real-time thread on a surviving CPU for every call, which starved the
+ * only be refused, and while a CPU goes offline, waking it would put an
+ * extra real-time thread on a surviving CPU for every call, starving the
  * kernel's own threads there.  Once back, the hog pins itself on its
  * next work.
  */
@@ -309,9 +309,8 @@ static void rescue(const struct sel *s)
  * sets the next one.  A stop spins first too (@poll is not asked during
  * the spin, which is short): once its own CPU's hog is through, the
  * caller may find another hog still in the last phase, and a sleep then
- * costs it a wait and that hog a wake (test_entries' poll-mode stops
- * counted so in about one run of five on this VM).  RESCUE_NS after it
- * began, still waiting, the caller wakes the hogs still asleep (wake.c).
+ * costs it a wait and that hog a wake.  RESCUE_NS after it began, still
+ * waiting, the caller wakes the hogs still asleep (wake.c).
  */
 int cpuhog_i_multi_wait(struct ctx *c, const struct sel *s, uint64_t deadline,
 			int (*poll)(struct ctx *c, bool timed_out,

@@ -325,12 +325,12 @@ enum { BY_CPUID, BY_SERIALIZE, BY_IRET };
 /*
  * How this CPU serializes: SERIALIZE where it has it; else CPUID, which
  * is cheap on hardware, except in a guest of a hypervisor we know
- * (KVM, Hyper-V, VMware, Xen), which intercepts every CPUID (5-7 us on
- * a KVM guest here): there an IRET to the next instruction, the kernel's
- * sync_core() fallback (43 ns).  Not elsewhere: QEMU's TCG pops IRETQ's
- * frame from the user stack as a supervisor access that SMAP refuses,
- * faulting the guest's kernel, and binary translators (Valgrind, FEX)
- * may not decode it.
+ * (KVM, Hyper-V, VMware, Xen), which intercepts every CPUID (a VM exit
+ * each): there an IRET to the next instruction, the kernel's sync_core()
+ * fallback, which stays in the guest.  Not elsewhere: QEMU's TCG pops
+ * IRETQ's frame from the user stack as a supervisor access that SMAP
+ * refuses, faulting the guest's kernel, and binary translators (Valgrind,
+ * FEX) may not decode it.
  */
 static int serialize_how(void)
 {

@@ -3,15 +3,14 @@
  * Poll mode (CPUHOG_F_POLL): a poller per hogged CPU, polling at SCHED_IDLE.
  *
  * Why.  Waking a sleeping hog from another CPU costs an IPI and, on an
- * idle CPU, its exit from idle (20-40 us on a VM), which no design whose
- * threads sleep can beat.  Runtimes that spin (OpenMP, DPDK) get near the
- * cache-line floor and pay with a core nobody else may use; here the
- * spinning is done at the lowest priority there is, by a separate thread
- * that never holds real-time priority, so no state of it can leave a
- * FIFO-99 thread spinning with no work.  The poller sees work arrive for
- * its sleeping hog and wakes it with a futex on its own CPU (no IPI, no
- * idle exit); callbacks still run in the hog, with every promise of sleep
- * mode.
+ * idle CPU, its exit from idle, which no design whose threads sleep can
+ * beat.  Runtimes that spin (OpenMP, DPDK) get near the cache-line floor
+ * and pay with a core nobody else may use; here the spinning is done at
+ * the lowest priority there is, by a separate thread that never holds
+ * real-time priority, so no state of it can leave a FIFO-99 thread
+ * spinning with no work.  The poller sees work arrive for its sleeping
+ * hog and wakes it with a futex on its own CPU (no IPI, no idle exit);
+ * callbacks still run in the hog, with every promise of sleep mode.
  *
  * The hook: cpuhog_i_wake_hog() asks cpuhog_i_poll_offer(), which leaves the
  * wake to a poller whose beat (a time stamp written each round) is fresh, for
@@ -302,7 +301,7 @@ static void *poller_main(void *arg)
 	aside(p);
 	resume(p);
 	while (!atomic_load_explicit(&p->stop, memory_order_relaxed))
-		poll_round(p, c, &acked); /* ~50 ns: loads, two vDSO calls */
+		poll_round(p, c, &acked); /* cheap: loads, two vDSO calls */
 	/* seq_cst: raised_and_left()'s raises after this leave us raised */
 	atomic_store(&p->left, true);
 	return NULL;

@@ -151,8 +151,8 @@ void cpuhog_i_redirect_signals(struct hog *h)
 	siginfo_t si[32];
 	int sig, n = 0, i;
 
-	/* the kernel's own 64-bit set: glibc's sigisemptyset() missed
-	 * real-time signals here */
+	/* the kernel's own 64-bit set: glibc's sigisemptyset() can miss
+	 * real-time signals */
 	if (syscall(SYS_rt_sigpending, &pending, sizeof(pending)) < 0 ||
 	    !pending)
 		return;

@@ -21,14 +21,13 @@
  * abandoned before RUN, fn ran nowhere.  rules[] says what a waiting hog
  * does on each event: the deadline (stop_timeout_ns after the works'
  * push or the latest step of any hog, its arrival, hold or check: a
- * guest's vCPUs come late, and at 8 vCPUs on 2 host CPUs even all held
- * and checked took longer than 20 ms after the last arrival; set before
+ * guest's vCPUs may run late in any phase, not only to arrive; set before
  * the caller's wakes, which its own CPU's hog may answer before the
  * caller runs again); a lost hold (a hog of the stop off its CPU, or
  * quiet and no longer pinned: the kernel moves it, perhaps behind a hog
- * of ours at its priority); fn past overrun_ns (blocked on what a held CPU's
- * thread owns, it would spin the others until RT throttling).  Before RUN the
- * stop gives up; in RUN the others sleep until fn returns
+ * of ours at its priority); fn past overrun_ns (blocked on what a held
+ * CPU's thread owns, it would spin the others until RT throttling).
+ * Before RUN the stop gives up; in RUN the others sleep until fn returns
  * (holds_released).  PREPARE spins briefly, then sleeps: the caller may
  * still be queueing, perhaps on this hog's CPU.
  *
@@ -412,7 +411,8 @@ static int stop_once(struct ctx *c, struct sel *s, bool fn_one,
 	cpuhog_i_multi_wait(c, s, RELAXED(&st->deadline), stop_poll);
 	ph = PHASE(LOAD(st));
 	/* fn ran: serialize this core, unless a hog of the stop did so here
-	 * after fn (we run here only since; a CPUID, 7 us in a VM, spared) */
+	 * after fn (we run here only since; a CPUID, which a hypervisor
+	 * traps, spared) */
 	i = (unsigned int)sched_getcpu();
 	if (ph == PH_EXIT && (!cpuhog_i_hog_of(c, i) ||
 			      RELAXED(&cpuhog_i_hog_of(c, i)->st.serialized_at) !=

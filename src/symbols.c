@@ -4,13 +4,13 @@
  *
  * dladdr() finds the object that holds an address, and a symbol only if
  * the object exports it: a program built without -rdynamic exports none
- * of its functions, and a static function is never exported, so the
- * reports said "(misuse+0x2ccc)".  The object's own symbol table
- * (.symtab, which only strip removes; else .dynsym) is in its file: read
- * it from there, mapped read-only for the lookup and unmapped after.
- * Only a first report comes here (report.c), never a call's path, and
- * nothing is allocated: the hog that reports may be running with the
- * malloc lock of a thread it preempted held.
+ * of its functions, and a static function is never exported, so a report
+ * would name only the file and offset ("(prog+0x2ccc)").  The object's
+ * own symbol table (.symtab, which only strip removes; else .dynsym) is
+ * in its file: read it from there, mapped read-only for the lookup and
+ * unmapped after.  Only a first report comes here (report.c), never a
+ * call's path, and nothing is allocated: the hog that reports may be
+ * running with the malloc lock of a thread it preempted held.
  */
 #include "internal.h"
 

@@ -10,7 +10,7 @@
  * topology/physical_package_id, the cache named by the lowest CPU that
  * shares it (cache/indexN/shared_cpu_list, N the highest level listed).
  * Where sysfs says nothing (a VM that shows no caches), the key falls back
- * to the package and then the CPU number, which is the order of before.
+ * to the package and then the CPU number.
  * Nothing here runs on a call's path.
  */
 #include "internal.h"

@@ -23,13 +23,12 @@
  * caller anyway.  In a stop the caller wakes the root's first child
  * itself, just before the root: that wake, to another CPU, is the slow
  * one (an IPI, and an exit from idle there), and so it overlaps the
- * switch to the root instead of following it (a stop of 2 CPUs: 1.66x
- * the sleeping limit before, 1.24x after, medians of three cpuhog bench
- * --quick runs).  The root then finds that child awake.  Should the
- * caller lose its CPU to that child between the two wakes, the child's
- * hog sleeps in PREPARE after spin_ns and the caller goes on.  Only a
- * stop: a hog_cpus() callback may wait for the others' (a rendezvous of
- * its own), and would then spin for ever in front of the caller.
+ * switch to the root instead of following it.  The root then finds that
+ * child awake.  Should the caller lose its CPU to that child between the
+ * two wakes, the child's hog sleeps in PREPARE after spin_ns and the
+ * caller goes on.  Only a stop: a hog_cpus() callback may wait for the
+ * others' (a rendezvous of its own), and would then spin for ever in
+ * front of the caller.
  *
  * The rescue: a hog that runs late (its CPU held by another process's
  * thread at its priority, or busy with a long work) wakes its subtree
