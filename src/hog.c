@@ -175,18 +175,19 @@ static bool hog_here(struct hog *h)
 {
 	/* relaxed: a hint to look, not an order on anything else */
 	uint32_t moved = atomic_load_explicit(&g_moved, memory_order_relaxed);
+	struct hog_pin *p = &h->pin;
 
-	if (sched_getcpu() == (int)h->cpu && h->pin.pinned &&
-	    h->pin.moved_seen == moved && h->pin.until_reread-- > 0)
+	if (sched_getcpu() == (int)h->cpu && p->pinned &&
+	    p->moved_seen == moved && p->until_reread-- > 0)
 		return true;
 	if (sched_getcpu() != (int)h->cpu)
 		moved = atomic_fetch_add_explicit(&g_moved, 1,
 						  memory_order_relaxed) + 1;
-	h->pin.moved_seen = moved;
-	h->pin.until_reread = REREAD_EVERY;
-	h->pin.pinned = cpuhog_i_pinned_to(h->pin.masksize, h->pin.mask, h->cpu) ||
-		    cpuhog_i_pin_to(h->pin.masksize, h->pin.mask, h->cpu) == 0;
-	return h->pin.pinned;
+	p->moved_seen = moved;
+	p->until_reread = REREAD_EVERY;
+	p->pinned = cpuhog_i_pinned_to(p->masksize, p->mask, h->cpu) ||
+		    cpuhog_i_pin_to(p->masksize, p->mask, h->cpu) == 0;
+	return p->pinned;
 }
 
 /*
@@ -275,7 +276,8 @@ void *cpuhog_i_hog_main(void *arg)
 /* Push @w on @h's queue; a sleeping hog sees it only once woken. */
 void cpuhog_i_push_work(struct hog *h, struct work *w)
 {
-	struct work *old = atomic_load_explicit(&h->q.head, memory_order_relaxed);
+	struct work *old =
+		atomic_load_explicit(&h->q.head, memory_order_relaxed);
 
 	/* relaxed: a statistic, balanced against run + refused when idle */
 	atomic_fetch_add_explicit(&h->q.queued, 1, memory_order_relaxed);

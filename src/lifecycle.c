@@ -413,7 +413,8 @@ static void hogs_await_start(struct ctx *c)
 		 */
 		while (!atomic_load_explicit(&h->started, memory_order_acquire))
 			cpuhog_i_futex_wait(&h->started, 0, NO_DEADLINE);
-		if (h->sched.policy != SCHED_FIFO && h->sched.policy != SCHED_RR)
+		if (h->sched.policy != SCHED_FIFO &&
+		    h->sched.policy != SCHED_RR)
 			c->rt_ok = false;
 	}
 }

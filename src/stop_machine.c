@@ -209,7 +209,8 @@ static bool hold_lost(struct stop_state *st, struct hog *h, uint32_t gen,
 			    memory_order_relaxed))
 			continue;
 		h->st.look_at = (h->st.look_at + i + 1) % nr;
-		if (cpuhog_i_affine_only(x->tid, h->pin.masksize, h->pin.mask, x->cpu))
+		if (cpuhog_i_affine_only(x->tid, h->pin.masksize, h->pin.mask,
+					 x->cpu))
 			return false;
 		cpuhog_i_hogs_look_again(); /* a widened mask: it re-pins itself
 					     */
@@ -346,7 +347,8 @@ static int stop_cpu(void *arg)
 				      on */
 	/* which core that was: the caller's look (relaxed: the work's
 	 * completion publishes it) */
-	SET(&h->st.serialized_at, (uint64_t)gen << 32 | (uint32_t)sched_getcpu());
+	SET(&h->st.serialized_at,
+	    (uint64_t)gen << 32 | (uint32_t)sched_getcpu());
 	return 0;
 }
 
@@ -372,6 +374,7 @@ static int stop_once(struct ctx *c, struct sel *s, bool fn_one,
 	struct stop_state *st = c->stop;
 	uint64_t deadline = cpuhog_i_deadline_in(c->stop_timeout_ns);
 	int64_t gen = cpuhog_i_multi_reserve(c, s, deadline);
+	struct hog *here;
 	unsigned int i, ph;
 
 	o->tries++;
@@ -414,9 +417,10 @@ static int stop_once(struct ctx *c, struct sel *s, bool fn_one,
 	 * after fn (we run here only since; a CPUID, which a hypervisor
 	 * traps, spared) */
 	i = (unsigned int)sched_getcpu();
-	if (ph == PH_EXIT && (!cpuhog_i_hog_of(c, i) ||
-			      RELAXED(&cpuhog_i_hog_of(c, i)->st.serialized_at) !=
-				      ((uint64_t)(uint32_t)gen << 32 | i)))
+	here = cpuhog_i_hog_of(c, i);
+	if (ph == PH_EXIT &&
+	    (!here || RELAXED(&here->st.serialized_at) !=
+			      ((uint64_t)(uint32_t)gen << 32 | i)))
 		cpuhog_i_serialize_core();
 	if (ph != PH_EXIT) {
 		o->ended = ph == PH_NOCPU ? STOP_NOCPU : STOP_TIMEDOUT;

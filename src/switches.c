@@ -83,7 +83,8 @@ static uint64_t cs_load(struct hog *h)
 
 static void cs_store(struct hog *h, uint64_t v)
 {
-	__atomic_store_n(&((struct rseq *)h->sw.rseq)->rseq_cs, v, __ATOMIC_RELAXED);
+	__atomic_store_n(&((struct rseq *)h->sw.rseq)->rseq_cs, v,
+			 __ATOMIC_RELAXED);
 }
 #else
 static void *own_area(void)
