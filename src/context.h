@@ -156,7 +156,7 @@ struct hog_tree {
 struct hog {
 	alignas(CACHELINE) struct hog_queue q;
 
-	/* Written by the hog only, but for the set-up fields. */
+	/* Mostly the hog's own; each group's note says who else writes. */
 	alignas(CACHELINE) unsigned int cpu;
 	_Atomic bool stop;
 	bool off_cpu; /* the current batch cannot run on cpu */

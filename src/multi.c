@@ -238,7 +238,7 @@ static void slot_push(struct ctx *c, struct hog *h, uint32_t gen,
 
 /*
  * Queue fn(arg) on the hogs of @s, under generation @gen, with @flags
- * and each hog's own of @s; then wake them down the tree
+ * and each hog's own flags in @s; then wake them down the tree
  * (wake.c): every work pushed first, children before their parents, then
  * the root's wake here (a stop's: after its first child's, where the
  * root is our own CPU's hog).
