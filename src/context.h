@@ -125,9 +125,10 @@ struct hog_sw {
 };
 
 /* Stops (stop_machine.c): the generation this hog holds its CPU for, the
- * last it ran fn for, where and for which call it serialized its core,
- * when it last looked around while spinning or was looked at (read and
- * claimed by the other hogs), and (its own) which hog it looks at next. */
+ * last it ran fn for (both zeroed by the caller when the generation comes
+ * round), where and for which call it serialized its core, when it last
+ * looked around while spinning or was looked at (read and claimed by the
+ * other hogs), and (its own) which hog it looks at next. */
 struct hog_stop {
 	_Atomic uint32_t held_gen, ran_gen;
 	_Atomic uint64_t serialized_at; /* gen << 32 | the CPU */
@@ -178,7 +179,8 @@ struct hog {
 	struct hog_times t;
 	struct hog_tree tree;
 
-	/* The work of multi-CPU calls, one at a time (serialized). */
+	/* The work of multi-CPU calls, one at a time (serialized), filled
+	 * by the caller while it is free. */
 	struct work slot;
 
 	struct poller *poll; /* poll mode: its poller (poll.c), or NULL */
