@@ -208,6 +208,7 @@ struct stop_state {
 	 * moves on with each step (see extend()). */
 	_Atomic uint64_t deadline, spin_ns, timeout_ns;
 	_Atomic uint32_t n;	/* the call's hogs */
+	_Atomic uint64_t next_look; /* the next look's time: hold_lost() */
 	/* Read by the call's hogs only (a stale hog leaves before it
 	 * looks), fn_one from PREPARE on, fn and data in RUN. */
 	bool fn_one;

@@ -46,8 +46,8 @@
  * caller's lock (two fcntl()), unlock and two wakes, of the other CPU's
  * hog and its own; each hog's futex wait, and where fn runs its sleep
  * check's read and its signal check.
- * Spinning makes none; a quiet hog costs a sched_getaffinity() per
- * QUIET_NS, made by whichever hog claims the look.
+ * Spinning makes none; while some hog is quiet, the stop makes one
+ * sched_getaffinity() per QUIET_NS, by whichever hog claims the look.
  */
 #include "internal.h"
 #include "probes.h"
@@ -181,33 +181,45 @@ static bool release_hold(struct stop_state *st, uint32_t gen, unsigned int why)
 	return true;
 }
 
+/* Move *@at from @seen to @to, unless another did first (relaxed: a
+ * claim on a time, which orders nothing else). */
+static bool claim(_Atomic uint64_t *at, uint64_t seen, uint64_t to)
+{
+	return atomic_compare_exchange_strong_explicit(
+		at, &seen, to, memory_order_relaxed, memory_order_relaxed);
+}
+
 /*
  * A look: whether the hold of call @gen is lost.  This hog is off its
  * CPU, or the next quiet hog of the call (no look of its own for
- * QUIET_NS) is no longer pinned to its CPU.  A look at a quiet hog is
- * claimed by CAS on its beat: one system call per quiet hog per QUIET_NS,
- * not one per pair.
+ * QUIET_NS) is no longer pinned to its CPU.  One look per QUIET_NS for
+ * the whole stop (a CAS on next_look claims it), at the next quiet hog
+ * (a CAS on its beat): where vCPUs run in turns every hog is quiet now
+ * and then, and a look per quiet hog would make each hog's system calls
+ * per stop grow with N.  Where one hog is moved and the others spin, it
+ * is the one quiet hog, looked at within QUIET_NS.
  */
 static bool hold_lost(struct stop_state *st, struct hog *h, uint32_t gen,
 		      uint64_t now)
 {
 	unsigned int i, nr = st->ctx->nr_hogs;
+	uint64_t next = RELAXED(&st->next_look);
 
 	SET(&h->st.beat, now);
 	if (RELAXED(&st->released) == gen)
 		return true;
 	if (!on_own_cpu(h))
 		return release_hold(st, gen, STOP_LOST);
-	for (i = 0; i < nr; i++) {
+	for (i = 0; now >= next && i < nr; i++) {
 		struct hog *x = &st->ctx->hogs[(h->st.look_at + i) % nr];
 		uint64_t b = RELAXED(&x->st.beat);
 
-		if (x == h || now - b < QUIET_NS ||
-		    RELAXED(&x->st.held_gen) != gen ||
-		    !atomic_compare_exchange_strong_explicit(
-			    &x->st.beat, &b, now, memory_order_relaxed,
-			    memory_order_relaxed))
+		if (x == h || b > now || now - b < QUIET_NS ||
+		    RELAXED(&x->st.held_gen) != gen)
 			continue;
+		if (!claim(&st->next_look, next, now + QUIET_NS) ||
+		    !claim(&x->st.beat, b, now))
+			return false;
 		h->st.look_at = (h->st.look_at + i + 1) % nr;
 		if (cpuhog_i_affine_only(x->tid, h->pin.masksize, h->pin.mask,
 					 x->cpu))

@@ -454,11 +454,13 @@ static void count_calls(bool poll, bool flat)
 			      kd->name, poll ? "poll" : "sleep", in, c + h, c,
 			      cmax, h, hmax, t, tmax);
 		/* in an emulated guest the hogs of a stop wait long for
-		 * the vCPUs the host runs late, and look at the quiet ones
-		 * meanwhile (sched_getaffinity): printed, not judged there */
-		if (kd->rendezvous && getenv("CPUHOG_GUEST"))
-			continue;
-		fails += c > cmax || h > hmax || t > tmax;
+		 * the vCPUs the host runs late, and the stop looks at the
+		 * quiet ones meanwhile (a sched_getaffinity() per QUIET_NS,
+		 * by some hog): the hogs' total is printed, not judged
+		 * there; the caller's and the busiest hog's are */
+		fails += c > cmax || t > tmax ||
+			 (h > hmax &&
+			  !(kd->rendezvous && getenv("CPUHOG_GUEST")));
 	}
 	close_all();
 	cpuhog_shutdown();
