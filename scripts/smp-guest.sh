@@ -29,6 +29,10 @@
 #   CPUHOG_SMP_BOOT      a guest whose console stays empty this long did
 #                        not boot: it is stopped and started once more
 #                        (s; default 300; a 64-vCPU guest boots in 90)
+#   CPUHOG_SMP_HOST_CPUS the host CPUs the guests may have (default: those
+#                        idle over a second before the first guest, at
+#                        least 1); every slowness bound of the guest
+#                        scales with vCPUs per such CPU
 # A guest that does not finish has the end of its console and what the
 # host was running printed, so that a CI log says what happened.
 set -euo pipefail
@@ -49,6 +53,28 @@ HOST_ONLY='^(symbols|layers|man_lint|install|bench_quick|fuzz_parse|model_check)
 
 say() { echo "smp: $*"; }
 die() { echo "smp: $*" >&2; exit 2; }
+
+# The host CPUs a guest gets: this machine's idle share over a second
+# (at least 1).  Beside other work the vCPUs share fewer host CPUs than
+# nproc says, and the guest's bounds must grow as they would on a smaller
+# host.
+cpu_ticks() { # idle (with iowait), then all, of /proc/stat's cpu line
+	awk '/^cpu / { print $5 + $6, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' \
+		/proc/stat
+}
+host_cpus_free() {
+	local a b
+	if [ -n "${CPUHOG_SMP_HOST_CPUS:-}" ]; then
+		echo "$CPUHOG_SMP_HOST_CPUS"
+		return
+	fi
+	a=$(cpu_ticks)
+	sleep 1
+	b=$(cpu_ticks)
+	echo "$a $b" | awk -v n="$(nproc)" '{
+		t = $4 - $2; f = t > 0 ? int(n * ($3 - $1) / t + 0.5) : n
+		print f < 1 ? 1 : f }'
+}
 
 # ---- what the host needs ------------------------------------------------
 need_pkgs() {
@@ -307,7 +333,7 @@ make_initramfs() { # OUT
 		-maxdepth 1 -type f \( -perm -u+x -o -name '*.so*' \) 2>/dev/null)
 	for f in "$SRC"/tests/*.sh; do copy_file "$f"; done
 	test_list >"$ROOT/tests.list"
-	nproc >"$ROOT/host_cpus"
+	echo "$HOST_CPUS" >"$ROOT/host_cpus"
 	make_init
 	(cd "$ROOT" && find . | cpio -o -H newc --quiet | gzip -1) >"$out"
 	rm -rf "$ROOT"
@@ -331,7 +357,7 @@ run_guest() { # N KERNEL INITRD LOG
 	qpid=$!
 	# the guest's own cuts grow past 8 vCPUs per host CPU (make_init):
 	# so does the silence that counts as wedged
-	local load=$(( (n + $(nproc) - 1) / $(nproc) )) quiet=$SILENCE
+	local load=$(( (n + HOST_CPUS - 1) / HOST_CPUS )) quiet=$SILENCE
 	[ "$load" -gt 8 ] && quiet=$((SILENCE * load / 8))
 	watch_silence "$qpid" "$raw" "$quiet" "$BOOT" &
 	wpid=$!
@@ -385,6 +411,8 @@ report_unfinished() { # LOG
 }
 
 need_pkgs
+HOST_CPUS=$(host_cpus_free)
+say "host CPUs for the guests: $HOST_CPUS of $(nproc)"
 KERNEL=$(fetch_kernel)
 INITRD="$BUILD/smp-initrd.cpio.gz"
 say "kernel $KERNEL; building the initramfs from $BUILD"
