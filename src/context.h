@@ -199,14 +199,12 @@ struct stop_state {
 	_Atomic uint32_t fn_claimed;  /* fn on any one CPU: taken */
 	_Atomic int ret;	      /* first non-zero return of fn */
 	_Atomic uint64_t run_at;      /* when RUN began */
-	/* A report was asked for: the hogs take their times (struct hog_times),
-	 * and the last arrival when HOLD began (relaxed, both). */
+	/* a report was asked for: the hogs take their times (relaxed) */
 	_Atomic bool timing;
-	_Atomic uint64_t hold_at;
 	/* Read by hogs before RUN, when a stale one may still read them
 	 * while the next call writes: atomics, relaxed.  The deadline
 	 * moves on with each step (see extend()). */
-	_Atomic uint64_t deadline, spin_ns, timeout_ns;
+	_Atomic uint64_t deadline;
 	_Atomic uint32_t n;	/* the call's hogs */
 	_Atomic uint64_t next_look; /* the next look's time: hold_lost() */
 	/* Read by the call's hogs only (a stale hog leaves before it

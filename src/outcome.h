@@ -42,17 +42,13 @@ struct stop_outcome {
 };
 
 /* stop_machine() (@two false) or stop_two_cpus(@cpu1, @cpu2), and how it
- * went, into @o; returns what they return. */
-__attribute__((visibility("hidden"))) int
-cpuhog_i_stop_outcome(cpuhog_fn_t fn, void *data, size_t setsize,
-		      const cpu_set_t *cpus, bool two, unsigned int cpu1,
-		      unsigned int cpu2, struct stop_outcome *o);
-
-/* The same, filling @rep too where it is not NULL. */
+ * went, into @o (and @rep, unless NULL); returns what they return. */
 __attribute__((visibility("hidden"))) int
 cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
 		     const cpu_set_t *cpus, bool two, unsigned int cpu1,
 		     unsigned int cpu2, struct stop_outcome *o,
 		     struct cpuhog_report *rep);
+#define cpuhog_i_stop_outcome(fn, data, setsize, cpus, two, cpu1, cpu2, o) \
+	cpuhog_i_stop_report(fn, data, setsize, cpus, two, cpu1, cpu2, o, NULL)
 
 #endif

@@ -1,53 +1,36 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * stop_machine() and stop_two_cpus(): the kernel's multi_cpu_stop(), on
- * the hogs.  Two things keep it one loop, as they keep the kernel's.
- * Stops never interleave: one multi-CPU call at a time in a process
- * (multi_lock), one stop at a time on the machine (serialize.c, the
- * kernel's stop_cpus_mutex); so no hog of a stop waits behind another
- * stop's, and nobody steps aside.  And the set of CPUs is fixed when the
- * stop begins, the usable hogs, each of which must arrive on its own CPU:
- * one found elsewhere (its CPU went offline or left the cpuset) aborts
- * the rendezvous, and the call begins again on the new set, at most
- * STOP_TRIES times, as the kernel's stop_two_cpus() retries.
+ * stop_machine() and stop_two_cpus(): the kernel's multi_cpu_stop() on the
+ * hogs, one loop, kept so by two rules.  Stops never interleave: one
+ * multi-CPU call at a time in a process (multi_lock), one stop at a time on
+ * the machine (serialize.c, the kernel's stop_cpus_mutex), so no hog of a
+ * stop waits behind another's.  And the set is fixed when the stop begins:
+ * a hog found off its CPU aborts the rendezvous, and the call begins again
+ * on the new set, at most STOP_TRIES times (as stop_two_cpus() retries).
  *
- * Each hog (stop_cpu()) acts on a phase, acknowledges it on the stop's
- * word (the last acknowledgement moves the word on) and waits for the
- * next.  PREPARE: it arrives on its own CPU.  HOLD: all spin on theirs.
- * CHECK: each is still on its own (sched_getcpu(), no system call), now
- * that all were held.  RUN: fn runs where asked, after a last look (a hog
- * moved leaves fn alone: -ENOENT where fn ran nowhere, -EINTR where on
- * some).  EXIT: each serializes its core and leaves.  TIMEDOUT, NOCPU:
- * abandoned before RUN, fn ran nowhere.  rules[] says what a waiting hog
- * does on each event: the deadline (stop_timeout_ns after the works'
- * push or the latest step of any hog, its arrival, hold or check: a
- * guest's vCPUs may run late in any phase, not only to arrive; set before
- * the caller's wakes, which its own CPU's hog may answer before the
- * caller runs again); a lost hold (a hog of the stop off its CPU, or
- * quiet and no longer pinned: the kernel moves it, perhaps behind a hog
- * of ours at its priority); fn past overrun_ns (blocked on what a held
- * CPU's thread owns, it would spin the others until RT throttling).
- * Before RUN the stop gives up; in RUN the others sleep until fn returns
- * (holds_released).  PREPARE spins briefly, then sleeps: the caller may
- * still be queueing, perhaps on this hog's CPU.
+ * Each hog (stop_cpu()) acts on a phase, acknowledges it (the last
+ * acknowledgement moves the word on) and waits for the next.  PREPARE: it
+ * is on its CPU.  HOLD: all spin.  CHECK: each is still on its CPU, now
+ * that all were held.  RUN: fn runs, after a last look.  EXIT: each
+ * serializes its core.  TIMEDOUT, NOCPU: abandoned before RUN, fn ran
+ * nowhere.  rules[] says what a waiter does on each event: the deadline
+ * (stop_timeout_ns after the push or any hog's latest step: a guest's
+ * vCPUs may run late in any phase); a lost hold (a hog off its CPU, or a
+ * quiet one no longer pinned); fn past overrun_ns (it may be blocked on a
+ * held CPU's thread).  Before RUN the stop gives up; in RUN the others
+ * sleep until fn returns.  PREPARE spins, then sleeps: the caller may
+ * still be queueing on this hog's CPU.
  *
- * The word is gen:32 | phase:8 | acknowledgements to come:24, every
- * transition a CAS on it: HOLD -> RUN and an abandonment cannot both
- * happen.  fn ran iff it reached EXIT, on the hogs whose ran_gen is the
- * call's.  A stale hog of an abandoned call (queued behind a CPU held by
- * someone else) finds another generation and leaves; no generation comes
- * round while one is queued (cpuhog_i_multi_reserve()).  No deadlock: a hog
- * spins only once all arrived on their CPUs, and only until the next phase, the
- * deadline or a lost hold; in RUN it waits for fn, which the hold limits
- * bound.  Nothing here allocates, creates threads or does I/O but the
- * lock's fcntl().  tests/model/stop.pml models this loop (make check).
- *
- * Kernel entries of a stop on 2 CPUs (tests/test_entries.c), 5 + 3: the
- * caller's lock (two fcntl()), unlock and two wakes, of the other CPU's
- * hog and its own; each hog's futex wait, and where fn runs its sleep
- * check's read and its signal check.
- * Spinning makes none; while some hog is quiet, the stop makes one
- * sched_getaffinity() per QUIET_NS, by whichever hog claims the look.
+ * The word is gen:32 | phase:8 | acknowledgements to come:24, and every
+ * transition is a CAS on it, so HOLD -> RUN and an abandonment exclude
+ * each other.  A stale hog of an abandoned call finds another generation
+ * and leaves (cpuhog_i_multi_reserve() keeps generations from coming
+ * round).  A hog spins only once all arrived, and only until the next
+ * phase, the deadline or a lost hold.  Nothing here allocates or does I/O
+ * but the lock's fcntl().  Model: tests/model/stop.pml.  Kernel entries
+ * (tests/test_entries.c): the caller's lock, unlock and wakes; each hog's
+ * futex wait and, where fn runs, its checks; while a hog is quiet, one
+ * sched_getaffinity() per QUIET_NS for the whole stop.
  */
 #include "internal.h"
 #include "probes.h"
@@ -81,18 +64,17 @@ static const struct {
 #define QUIET_NS 10000000u /* a hog that long without a look is looked at */
 #define STOP_TRIES 4	 /* rendezvous begun on a changed set, at most */
 
-/* acquire: what the hogs did before the transition we observe */
+/* acquire: what the hogs did before the transition seen */
 #define LOAD(st) atomic_load_explicit(&(st)->word, memory_order_acquire)
 #define RELAXED(p) atomic_load_explicit(p, memory_order_relaxed)
 #define SET(p, x) atomic_store_explicit(p, x, memory_order_relaxed)
 #define COUNT_UP(p) atomic_fetch_add_explicit(p, 1, memory_order_relaxed)
-/* sched_getcpu(): what the kernel wrote at our last return to user space
- * (rseq, or the vDSO), no system call */
+/* sched_getcpu(): rseq or the vDSO, no system call */
 #define on_own_cpu(h) (sched_getcpu() == (int)(h)->cpu)
 
-/* CAS the word from *@v (reloaded on failure) to @nv.  seq_cst: what
- * each hog did in the phase it leaves (fn's effects, ran_gen, ret) is
- * seen by all in the next. */
+/* CAS the word from *@v (reloaded on failure) to @nv.  seq_cst: what a
+ * hog did in the phase it leaves (fn's effects, ran_gen) is seen by all
+ * in the next. */
 static bool transition(struct stop_state *st, uint64_t *v, uint64_t nv)
 {
 	if (!atomic_compare_exchange_strong(&st->word, v, nv))
@@ -100,9 +82,8 @@ static bool transition(struct stop_state *st, uint64_t *v, uint64_t nv)
 	if (PHASE(*v) == PHASE(nv))
 		return true; /* a count: nobody sleeps on those */
 	PROBE2(stop_phase, GEN(nv), PHASE(nv));
-	cpuhog_i_wait_kick(&st->wake); /* the hogs' (await()) */
-	if (PHASE(nv) >= PH_TIMEDOUT)
-		/* the caller may sleep */
+	cpuhog_i_wait_kick(&st->wake);
+	if (PHASE(nv) >= PH_TIMEDOUT) /* the caller may sleep */
 		cpuhog_i_wait_kick(&st->ctx->group.seq);
 	return true;
 }
@@ -117,12 +98,12 @@ static void abandon(struct stop_state *st, uint32_t gen, unsigned int why)
 		;
 }
 
-/* A step: the deadline is stop_timeout_ns from now, if later.
- * relaxed: a time, read by hogs and the caller at their next look. */
+/* A step: the deadline is stop_timeout_ns from now, if later (relaxed:
+ * a time, read at each look). */
 static void extend(struct stop_state *st)
 {
 	uint64_t d = RELAXED(&st->deadline);
-	uint64_t nd = cpuhog_i_deadline_in(RELAXED(&st->timeout_ns));
+	uint64_t nd = cpuhog_i_deadline_in(st->ctx->stop_timeout_ns);
 
 	while (d < nd && !atomic_compare_exchange_weak_explicit(
 				 &st->deadline, &d, nd, memory_order_relaxed,
@@ -157,15 +138,14 @@ static void ack(struct stop_state *st, uint32_t gen, unsigned int ph)
 		     : ph + 1 < PH_EXIT ? WORD(gen, ph + 1, RELAXED(&st->n))
 					: WORD(gen, PH_EXIT, 0);
 	} while (!transition(st, &v, nv));
-	/* the time taken before the CAS: a hog that sees RUN and reads the
-	 * clock afterwards never finds RUN begun after its own "now" */
+	/* t read before the CAS: no hog finds RUN begun after its "now" */
 	if (ph == PH_CHECK && PHASE(nv) == PH_RUN)
 		SET(&st->run_at, t);
 }
 
-/* Note that call @gen's hold is released, as @why; true.  Only forward
- * (serial-number order): a stale hog must not undo a later call's note.
- * relaxed: a hint at each look; the caller reads it after EXIT. */
+/* Note call @gen's hold released, as @why; true.  Only forward, so a
+ * stale hog cannot undo a later call's note (relaxed: a hint at each
+ * look; the caller reads it after EXIT). */
 static bool release_hold(struct stop_state *st, uint32_t gen, unsigned int why)
 {
 	uint32_t r = RELAXED(&st->released);
@@ -181,24 +161,20 @@ static bool release_hold(struct stop_state *st, uint32_t gen, unsigned int why)
 	return true;
 }
 
-/* Move *@at from @seen to @to, unless another did first (relaxed: a
- * claim on a time, which orders nothing else). */
+/* Move *@at from @seen to @to unless another did (relaxed: a claim on a
+ * time orders nothing else). */
 static bool claim(_Atomic uint64_t *at, uint64_t seen, uint64_t to)
 {
 	return atomic_compare_exchange_strong_explicit(
 		at, &seen, to, memory_order_relaxed, memory_order_relaxed);
 }
 
-/*
- * A look: whether the hold of call @gen is lost.  This hog is off its
- * CPU, or the next quiet hog of the call (no look of its own for
- * QUIET_NS) is no longer pinned to its CPU.  One look per QUIET_NS for
- * the whole stop (a CAS on next_look claims it), at the next quiet hog
- * (a CAS on its beat): where vCPUs run in turns every hog is quiet now
- * and then, and a look per quiet hog would make each hog's system calls
- * per stop grow with N.  Where one hog is moved and the others spin, it
- * is the one quiet hog, looked at within QUIET_NS.
- */
+/* Whether call @gen's hold is lost: this hog is off its CPU, or the next
+ * quiet hog (no look of its own for QUIET_NS) is no longer pinned.  One
+ * look per QUIET_NS for the whole stop (next_look), not per quiet hog:
+ * where vCPUs run in turns all are quiet now and then, and the system
+ * calls per hog would grow with N.  A moved hog among spinning ones is
+ * the one quiet hog, looked at within QUIET_NS. */
 static bool hold_lost(struct stop_state *st, struct hog *h, uint32_t gen,
 		      uint64_t now)
 {
@@ -224,8 +200,7 @@ static bool hold_lost(struct stop_state *st, struct hog *h, uint32_t gen,
 		if (cpuhog_i_affine_only(x->tid, h->pin.masksize, h->pin.mask,
 					 x->cpu))
 			return false;
-		cpuhog_i_hogs_look_again(); /* a widened mask: it re-pins itself
-					     */
+		cpuhog_i_hogs_look_again(); /* widened: it re-pins itself */
 		return release_hold(st, gen, STOP_LOST);
 	}
 	return false;
@@ -247,15 +222,15 @@ static void stamp(_Atomic uint64_t *at, uint64_t t)
 		SET(at, t);
 }
 
-/* Wait while call @gen is in phase @ph, doing at each look (LOOK_NS
- * apart; in a phase that sleeps, at every reading of the clock) what
- * rules[@ph] says; returns the word that ended the wait. */
+/* Wait while call @gen is in phase @ph, doing what rules[@ph] says at
+ * each look (LOOK_NS apart; where it sleeps, at each clock read);
+ * returns the word that ended the wait. */
 static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
 		      unsigned int ph)
 {
 	struct wait w = WAIT(
 		&st->wake, 1,
-		rules[ph].sleeps ? cpuhog_i_deadline_in(RELAXED(&st->spin_ns))
+		rules[ph].sleeps ? cpuhog_i_deadline_in(st->ctx->spin_ns)
 				 : NO_DEADLINE,
 		RELAXED(&st->deadline));
 	uint64_t look = 0, t = 0, v;
@@ -276,7 +251,7 @@ static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
 		if (a == A_TIMEDOUT || a == A_NOCPU)
 			abandon(st, gen, a == A_TIMEDOUT ? PH_TIMEDOUT : PH_NOCPU);
 		w.deadline = RELAXED(&st->deadline);
-		if (a == A_SLEEP) { /* the hold ends here: no more looks */
+		if (a == A_SLEEP) { /* the hold ends: no more looks */
 			if (RELAXED(&st->timing))
 				stamp(&h->t.released, t);
 			look = w.deadline = NO_DEADLINE;
@@ -286,10 +261,10 @@ static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
 	return v;
 }
 
-/* fn on this hog, if asked, or for any one CPU the first to claim it
- * (relaxed: CHECK -> RUN ordered all; the load first, so that N hogs do
- * not all write one line).  The last look: moved since CHECK, it leaves
- * fn alone; moved while fn ran, the hold ended under fn. */
+/* fn here if asked, or (any one CPU) by the first to claim it (relaxed:
+ * CHECK -> RUN ordered all; load first so N hogs do not all write one
+ * line).  Moved since CHECK, it leaves fn alone; moved under fn, the
+ * hold ended. */
 static void call_fn(struct stop_state *st, struct hog *h, uint32_t gen)
 {
 	bool check = !(h->ctx->flags & CPUHOG_F_NO_CHECKS);
@@ -321,8 +296,8 @@ static void call_fn(struct stop_state *st, struct hog *h, uint32_t gen)
 							memory_order_relaxed);
 }
 
-/* The callback every hog of the stop runs: the kernel's loop.  The beat
- * and held_gen (relaxed): for the others, to choose whom to look at. */
+/* Every hog's callback: the kernel's loop.  beat and held_gen (relaxed)
+ * tell the others whom to look at. */
 static int stop_cpu(void *arg)
 {
 	struct stop_state *st = arg;
@@ -340,8 +315,8 @@ static int stop_cpu(void *arg)
 			abandon(st, gen, PH_NOCPU);
 			break;
 		}
-		/* the sleep check's read, if fn may come here: now, while
-		 * the others still arrive, not in RUN, where all wait */
+		/* the sleep check's read now, while others arrive, not in
+		 * RUN where all wait */
 		if (ph == PH_PREPARE && !(h->ctx->flags & CPUHOG_F_NO_CHECKS) &&
 		    (st->fn_one || (h->slot.flags & W_F_RUNS_FN)))
 			cpuhog_i_sw_prime(h);
@@ -355,17 +330,15 @@ static int stop_cpu(void *arg)
 	}
 	if (ph && RELAXED(&st->timing))
 		stamp(&h->t.released, cpuhog_i_now_ns());
-	cpuhog_i_serialize_core(); /* code fn rewrote is safe to run from here
-				      on */
-	/* which core that was: the caller's look (relaxed: the work's
-	 * completion publishes it) */
+	cpuhog_i_serialize_core(); /* code fn rewrote is safe to run now */
+	/* which core: for the caller (relaxed: completion publishes it) */
 	SET(&h->st.serialized_at,
 	    (uint64_t)gen << 32 | (uint32_t)sched_getcpu());
 	return 0;
 }
 
-/* cpuhog_i_multi_wait()'s poll: end the wait once abandoned; before RUN, wait
- * to the deadline (a step moves it on), then abandon; RUN is waited out. */
+/* cpuhog_i_multi_wait()'s poll: before RUN wait to the deadline (a step
+ * moves it), then abandon; RUN is waited out. */
 static int stop_poll(struct ctx *c, bool timed_out, uint64_t *deadline)
 {
 	struct stop_state *st = c->stop;
@@ -378,76 +351,40 @@ static int stop_poll(struct ctx *c, bool timed_out, uint64_t *deadline)
 	return PHASE(LOAD(st)) >= PH_TIMEDOUT ? -ECANCELED : 0;
 }
 
-/* One rendezvous of the hogs of @s: fn's value, an error, or -EAGAIN
+/* Serialize the caller's core after fn ran, unless its hog did so there
+ * after fn (a CPUID, which a hypervisor traps, spared). */
+static void serialize_here(struct ctx *c, uint32_t gen)
+{
+	unsigned int cpu = (unsigned int)sched_getcpu();
+	struct hog *h = cpuhog_i_hog_of(c, cpu);
+
+	if (!h || RELAXED(&h->st.serialized_at) != ((uint64_t)gen << 32 | cpu))
+		cpuhog_i_serialize_core();
+}
+
+/* How call @gen of @s ended, into @o: fn's value, an error, or -EAGAIN
  * where fn ran nowhere because a CPU went away. */
-static int stop_once(struct ctx *c, struct sel *s, bool fn_one,
-		     struct stop_outcome *o)
+static int stop_result(struct ctx *c, struct sel *s, uint32_t gen,
+		       struct stop_outcome *o)
 {
 	struct stop_state *st = c->stop;
-	uint64_t deadline = cpuhog_i_deadline_in(c->stop_timeout_ns);
-	int64_t gen = cpuhog_i_multi_reserve(c, s, deadline);
-	struct hog *here;
-	unsigned int i, ph;
+	unsigned int i, ph = PHASE(LOAD(st));
 
-	o->tries++;
-	o->pushed = false;
-	o->fn_runs = o->released = o->fn_want = 0;
-	o->ended = STOP_TIMEDOUT;
-	CPU_ZERO(&o->ran);
-	if (gen < 0) {
-		COUNT_UP(&c->stop_timeouts);
-		return (int)gen;
-	}
-	/* armed only now: a stale work of an earlier call, which the
-	 * reserve waited out, may have stamped its hog's times */
-	o->pushed = true;
-	if (o->rep)
-		cpuhog_i_stop_report_arm(c, s, true);
-	for (i = 0; i < s->n; i++)
-		o->fn_want += fn_one ? i == 0 : !!(s->flags[i] & W_F_RUNS_FN);
-	st->fn_one = fn_one;
-	/* relaxed, all: cpuhog_i_multi_push()'s seq_cst pushes publish them.
-	 * The deadline counts from the push, after which the caller makes its
-	 * wakes (wake.c): a hog that comes must never find none set, since
-	 * the caller, preempted by its own CPU's hog, may not run again
-	 * before the others spin in HOLD */
-	SET(&st->deadline, cpuhog_i_deadline_in(c->stop_timeout_ns));
-	/* a release of an earlier call must not read as this one's: the
-	 * serial-number order of release_hold() starts here */
-	SET(&st->released, (uint32_t)gen - 1);
-	SET(&st->timeout_ns, c->stop_timeout_ns);
-	SET(&st->spin_ns, c->spin_ns);
-	SET(&st->fn_claimed, 0);
-	SET(&st->ret, 0);
-	SET(&st->run_at, 0);
-	SET(&st->n, s->n);
-	SET(&st->word, WORD(gen, PH_PREPARE, s->n));
-	cpuhog_i_multi_push(c, s, (uint32_t)gen, stop_cpu, st, W_F_INTERNAL);
-	cpuhog_i_multi_wait(c, s, RELAXED(&st->deadline), stop_poll);
-	ph = PHASE(LOAD(st));
-	/* fn ran: serialize this core, unless a hog of the stop did so here
-	 * after fn (we run here only since; a CPUID, which a hypervisor
-	 * traps, spared) */
-	i = (unsigned int)sched_getcpu();
-	here = cpuhog_i_hog_of(c, i);
-	if (ph == PH_EXIT &&
-	    (!here || RELAXED(&here->st.serialized_at) !=
-			      ((uint64_t)(uint32_t)gen << 32 | i)))
-		cpuhog_i_serialize_core();
 	if (ph != PH_EXIT) {
 		o->ended = ph == PH_NOCPU ? STOP_NOCPU : STOP_TIMEDOUT;
 		if (ph != PH_NOCPU)
 			COUNT_UP(&c->stop_timeouts);
 		return ph == PH_NOCPU ? -EAGAIN : -ETIMEDOUT;
 	}
+	serialize_here(c, gen);
 	o->ended = STOP_RAN;
 	for (i = 0; i < s->n; i++) /* relaxed: EXIT, acquired, published it */
-		if (RELAXED(&s->hog[i]->st.ran_gen) == (uint32_t)gen) {
+		if (RELAXED(&s->hog[i]->st.ran_gen) == gen) {
 			o->fn_runs++;
 			if (s->hog[i]->cpu < CPU_SETSIZE)
 				CPU_SET(s->hog[i]->cpu, &o->ran);
 		}
-	if (RELAXED(&st->released) == (uint32_t)gen) {
+	if (RELAXED(&st->released) == gen) {
 		o->released = RELAXED(&st->release_why);
 		COUNT_UP(&c->holds_released);
 	}
@@ -459,15 +396,54 @@ static int stop_once(struct ctx *c, struct sel *s, bool fn_one,
 	return RELAXED(&st->ret);
 }
 
-/*
- * The hogs of a try, the call's selection, in topology order (the wake
- * tree's): every usable one (where an explicit set left CPUs out, only
- * within where our threads may go: cpuhog_i_reach(), which tells of a
- * CPU gone before its hog can), fn on those of @cpus (NULL: any one);
- * or, @two, those of @cpu1 (fn) and @cpu2.  NULL: a CPU that must take
- * part (or a CPU of @cpus) has no hog or is not usable now, or @cpus is
- * empty.
- */
+/* One rendezvous of the hogs of @s (fn on any one, @fn_one). */
+static int stop_once(struct ctx *c, struct sel *s, bool fn_one,
+		     struct stop_outcome *o)
+{
+	struct stop_state *st = c->stop;
+	uint64_t deadline = cpuhog_i_deadline_in(c->stop_timeout_ns);
+	int64_t gen = cpuhog_i_multi_reserve(c, s, deadline);
+	unsigned int i;
+
+	o->tries++;
+	o->pushed = false;
+	o->fn_runs = o->released = 0;
+	o->fn_want = fn_one;
+	o->ended = STOP_TIMEDOUT;
+	CPU_ZERO(&o->ran);
+	if (gen < 0) {
+		COUNT_UP(&c->stop_timeouts);
+		return (int)gen;
+	}
+	/* armed only now: a stale work the reserve waited out may have
+	 * stamped its hog's times */
+	o->pushed = true;
+	if (o->rep)
+		cpuhog_i_stop_report_arm(c, s, true);
+	for (i = 0; !fn_one && i < s->n; i++)
+		o->fn_want += !!(s->flags[i] & W_F_RUNS_FN);
+	st->fn_one = fn_one;
+	/* relaxed, all: the seq_cst pushes publish them.  The deadline is
+	 * set before the wakes: the caller, preempted by its own CPU's hog,
+	 * may not run again before the others spin in HOLD */
+	SET(&st->deadline, cpuhog_i_deadline_in(c->stop_timeout_ns));
+	/* release_hold()'s order starts here: no earlier release is ours */
+	SET(&st->released, (uint32_t)gen - 1);
+	SET(&st->fn_claimed, 0);
+	SET(&st->ret, 0);
+	SET(&st->run_at, 0);
+	SET(&st->n, s->n);
+	SET(&st->word, WORD(gen, PH_PREPARE, s->n));
+	cpuhog_i_multi_push(c, s, (uint32_t)gen, stop_cpu, st, W_F_INTERNAL);
+	cpuhog_i_multi_wait(c, s, RELAXED(&st->deadline), stop_poll);
+	return stop_result(c, s, (uint32_t)gen, o);
+}
+
+/* A try's selection, in topology order: every usable hog (with
+ * CPUHOG_CPUS left partial, only where our threads may go:
+ * cpuhog_i_reach()), fn on those of @cpus (NULL: any one); or, @two,
+ * @cpu1's (fn) and @cpu2's.  NULL: a CPU that must take part has no
+ * usable hog, or @cpus is empty. */
 static struct sel *pick(struct ctx *c, size_t setsize, const cpu_set_t *cpus,
 			bool two, unsigned int cpu1, unsigned int cpu2)
 {
@@ -499,8 +475,22 @@ static struct sel *pick(struct ctx *c, size_t setsize, const cpu_set_t *cpus,
 	return s;
 }
 
+/* The machine-wide lock.  Held past its bound (-ETIMEDOUT) or none here
+ * (1), the stop goes on unserialized; info says the latter. */
+static void lock_machine(struct ctx *c, struct stop_outcome *o)
+{
+	int r = cpuhog_i_stop_lock(c->stop_timeout_ns, &o->lock_waited);
+
+	o->serialized = r == 0;
+	o->lock_waited_out = r == -ETIMEDOUT;
+	if (o->lock_waited)
+		COUNT_UP(&c->stop_lock_waits);
+	if (r == 1)
+		SET(&c->stop->serialized, false);
+}
+
 /* A stop (@two: of @cpu1 and @cpu2), begun again while a CPU went away
- * before fn ran; reported into @rep where it is not NULL. */
+ * before fn ran; reported into @rep unless NULL. */
 int cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
 			 const cpu_set_t *cpus, bool two, unsigned int cpu1,
 			 unsigned int cpu2, struct stop_outcome *o,
@@ -519,30 +509,19 @@ int cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
 	if (!(c = cpuhog_i_call_enter(&r)))
 		return cpuhog_i_stop_report_end(NULL, o, o->ret = r);
 	cpuhog_i_multi_lock(c, false);
-	/* the CPUs, then the promise (a thread of ours on a CPU that has
-	 * no hog: stop_machine() cannot hold it), then the lock, whose
-	 * wait has a bound of its own */
+	/* the CPUs, the promise (no thread of ours where no hog is), then
+	 * the lock, whose wait has a bound of its own */
 	s = pick(c, setsize, cpus, two, cpu1, cpu2);
 	r = !s ? -ENOENT
 	    : !two && cpuhog_i_uncovered(c) && !(c->flags & CPUHOG_F_WEAK)
 		    ? -EPERM
 		    : cpuhog_i_call_exclusive(c);
-	if (r == 0) {
-		/* held past its bound (-ETIMEDOUT): the stop goes on
-		 * unserialized; no lock here at all (1): info says so */
-		r = cpuhog_i_stop_lock(c->stop_timeout_ns, &o->lock_waited);
-		o->serialized = r == 0;
-		o->lock_waited_out = r == -ETIMEDOUT;
-		if (o->lock_waited)
-			COUNT_UP(&c->stop_lock_waits);
-		if (r == 1)
-			SET(&c->stop->serialized, false);
-		r = 0;
-	}
+	if (r == 0)
+		lock_machine(c, o);
 	c->stop->fn = fn;
 	c->stop->data = data;
 	for (r = r < 0 ? r : -EAGAIN; r == -EAGAIN && o->tries < STOP_TRIES;) {
-		if (o->tries) { /* the set changed: read where we may go anew */
+		if (o->tries) { /* the set changed: read reach anew */
 			c->reach_fresh = false;
 			s = pick(c, setsize, cpus, two, cpu1, cpu2);
 		}
@@ -553,21 +532,13 @@ int cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
 	if (o->serialized)
 		cpuhog_i_stop_unlock();
 	o->ret = r == -EAGAIN ? -ENOENT : r;
-	if (o->rep) { /* the CPUs are let go: now /proc, where it failed */
+	if (o->rep) { /* the CPUs are let go: now /proc */
 		cpuhog_i_stop_report_end(c, o, o->ret);
 		cpuhog_i_stop_report_arm(c, NULL, false);
 	}
 	cpuhog_i_multi_unlock(c);
 	cpuhog_i_call_leave();
 	return o->ret;
-}
-
-int cpuhog_i_stop_outcome(cpuhog_fn_t fn, void *data, size_t setsize,
-			  const cpu_set_t *cpus, bool two, unsigned int cpu1,
-			  unsigned int cpu2, struct stop_outcome *o)
-{
-	return cpuhog_i_stop_report(fn, data, setsize, cpus, two, cpu1, cpu2,
-				    o, NULL);
 }
 
 /* The four calls, between two probes (@two: stop_two_cpus). */
