@@ -1,39 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Stops serialized between processes: the kernel's stop_cpus_mutex at
- * the scope of the machine's user space.
+ * Stops serialized between processes: the kernel's stop_cpus_mutex for the
+ * machine's user space.  Two processes' interleaved stops wait for each
+ * other (each one's hogs spin at FIFO 99 where the other's hogs queue), so
+ * a stop holds an open-file-description lock on STOP_LOCK_PATH, which the
+ * kernel drops with the last descriptor: a holder that dies never leaves
+ * it held.  F_OFD_SETLKW has no timeout, and a holder may stop for ever,
+ * so the wait polls with naps, bounded apart from the stop's deadline.
+ * A poll would starve a waiter behind a process stopping back to back, so
+ * the first waiter holds byte W, the lock is taken as M and W together
+ * (failing while anyone waits), and only that waiter takes M alone.
  *
- * Two processes' stops that interleave wait for each other: each one's
- * hogs spin at SCHED_FIFO 99 on the CPUs they hold, and the other's hog
- * for such a CPU is queued behind one of them at the same priority, for
- * as long as the stop lasts.  Inside a process multi_lock rules that out;
- * between processes this lock does: an open-file-description lock
- * (F_OFD_SETLK) on STOP_LOCK_PATH, which the kernel drops when the last
- * descriptor of its open file goes, so a holder that dies (or is killed
- * in the middle of a stop) never leaves it held.
- *
- * The wait is a poll with naps, bounded by its own deadline (four stop
- * timeouts), apart from the stop's, which begins once the lock is had:
- * F_OFD_SETLKW has no timeout, and a holder may be a stop that waits for
- * ever (CPUHOG_NO_TIMEOUT), or a long one.  A poll alone would starve a
- * waiter behind a process stopping back to back (it re-takes the lock
- * microseconds after it lets go; the waiter naps), so the first waiter
- * says it waits, holding byte W, and the lock is taken as bytes M and W
- * together, which fails while anyone waits: only that waiter then takes
- * M alone.  The holder lets W go as soon as it has M (a third fcntl()),
- * so that the next waiter can say so while it runs.
- *
- * One descriptor per process, opened when a context is made (never in a
- * stop: nothing there does I/O) with O_CLOEXEC.  A forked child shares
- * its parent's open file description, and with it the parent's lock:
- * the child's atfork handler forgets it (closing its copy does not
- * release the parent's lock: only the last close does), and the child's
- * own context opens the file anew.
- *
- * Where the file cannot be opened (another mount namespace, a read-only
- * or missing /run/lock, a file of another user's that we may not write),
- * stops go unserialized, as well as they can: two processes' stops may
- * then time out against each other.  cpuhog_info.stop_serialized says so.
+ * One descriptor per process, opened when a context is made (a stop does
+ * no I/O), O_CLOEXEC; a forked child forgets its copy (only the last close
+ * drops the parent's lock) and opens its own.  Where the file cannot be
+ * opened (another mount namespace, a read-only /run/lock, a file we may
+ * not write), stops go unserialized; cpuhog_info.stop_serialized says so.
  */
 #include "internal.h"
 
@@ -106,9 +88,8 @@ static int ofd_lock(int fd, short type, off_t start, off_t len)
 	return fcntl(fd, F_OFD_SETLK, &fl);
 }
 
-/* The last wait ran out (a holder stopped, frozen, or squatting on the
- * file): until the lock is had again, a stop tries it once and goes on
- * unserialized, rather than pay the whole wait each time. */
+/* The last wait ran out (a holder frozen or squatting): until the lock
+ * is had again, a stop tries once, not the whole wait each time. */
 static _Atomic bool g_overdue;
 
 /* Whether the lock call failed only because another holds the range. */
@@ -117,17 +98,11 @@ static bool busy(void)
 	return errno == EAGAIN || errno == EACCES || errno == EINTR;
 }
 
-/*
- * The wait: M alone once we hold W (the first waiter) or once we have
- * waited one stop timeout (a first waiter that is stopped, frozen or not
- * run must not shut the others out for longer), else M and W together.
- * Returns 0 (locked), 1 (no lock here: ENOLCK and the like), or
- * -ETIMEDOUT after four stop timeouts (after one try while the last
- * wait ran out: g_overdue); the caller then stops unserialized, as well
- * as it can (a squatter on the file must not fail, nor slow, every stop
- * of the machine).  No cancellation point inside: a thread
- * cancelled in a nap would leave W, and the caller's multi_lock, held.
- */
+/* M alone once we hold W or have waited one stop timeout (a frozen first
+ * waiter must not shut the others out longer), else M and W together.
+ * 0: locked; 1: no lock here (ENOLCK...); -ETIMEDOUT after four stop
+ * timeouts, or one try while g_overdue: the caller stops unserialized.
+ * No cancellation point: a nap cancelled would leave W held. */
 int cpuhog_i_stop_lock(uint64_t timeout_ns, bool *waited)
 {
 	int fd = atomic_load_explicit(&g_fd, memory_order_relaxed);
@@ -155,8 +130,7 @@ int cpuhog_i_stop_lock(uint64_t timeout_ns, bool *waited)
 		nanosleep(&(struct timespec){ 0, (long)nap }, NULL);
 		nap = nap * 2 < NAP_MAX_NS ? nap * 2 : NAP_MAX_NS;
 	}
-	/* W goes whoever took it: the first waiter, and a taker of M and W
-	 * together (which holds both bytes until this unlock) */
+	/* W goes, whoever took it (a taker of M and W holds both) */
 	ofd_lock(fd, F_UNLCK, W, 1);
 	if (r <= 0)
 		atomic_store(&g_overdue, r < 0);
