@@ -223,7 +223,7 @@ struct stop_state {
  * The hogs of one multi-CPU call, in the wake tree's order, with each
  * one's own work flags (W_F_RUNS_FN).  The storage is the context's, so
  * that a call allocates nothing; multi.c hands it out under multi_lock
- * (cpuhog_i_multi_select(), cpuhog_i_multi_sel()) and the call passes it
+ * (cpuhog_i_multi_sel()) and the call passes it
  * down to whatever works on its hogs.
  */
 struct sel {

@@ -1,32 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The hogs and their queues: one thread per CPU, pinned, at the highest
- * priority the process may have, that sleeps until work is queued and then
- * runs it, in order, and nothing else.
- *
- * A hog's queue is a lock-free stack: producers push with one CAS, the
- * hog takes the whole stack with one exchange and reverses it.  There is
- * no half-linked state, so a hog at SCHED_FIFO 99 never waits for a
- * producer that was preempted in the middle of a push (possibly on the
- * hog's own CPU): it either sees the work or it does not.
- *
- * Waiting is sleeping: every wait in this library ends on a futex, never
- * in an unbounded spin, so a caller of any priority on any CPU cannot be
- * starved by, or starve, the hog it waits for.  (Poll mode's pollers do
- * spin, at SCHED_IDLE and only while their CPU is idle: poll.c.)
- *
- * A work's completion is published here too (work_finish()): its state
- * word, which its waiter sleeps on, and for a multi-CPU call the call's
- * count (group_arrive()), which wakes the call's caller at zero.
- *
- * A hog's kernel entries per work: its futex wait (the job), then the
- * checks' price: one rt_sigpending() for signals raised in the callback
- * (report.c), made after the work's completion is published, and the
- * sleep check's getrusage() once per wake and after a callback that was
- * switched out (switches.c).  The affinity is read only now and then (hog_here()).
- * The calls are above this file (single.c, multi.c, stop_machine.c,
- * sched.c); the hogs are made and stopped by lifecycle.c, and waking one
- * is wake.c's.
+ * priority the process may have, that sleeps until work is queued, then
+ * runs it in order, and nothing else.  A queue is a lock-free stack
+ * (push: one CAS; take: one exchange of the whole), with no half-linked
+ * state, so a hog at FIFO 99 never waits for a producer preempted
+ * mid-push.  Every wait ends on a futex, never in an unbounded spin, so no
+ * caller of any priority starves, or is starved by, the hog it waits for.
+ * work_finish() publishes a completion: the work's state word and, in a
+ * multi-CPU call, the call's count, whose zero wakes the caller.  Kernel
+ * entries per work: the futex wait, an rt_sigpending() after completion
+ * (report.c), and a getrusage() per wake or switched-out fn (switches.c).
  */
 #include "internal.h"
 #include "probes.h"
@@ -35,8 +19,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <unistd.h>
-
-/* ---- the hog thread ---------------------------------------------------- */
 
 static void hog_sleep(struct hog *h)
 {
@@ -57,14 +39,12 @@ static void group_arrive(struct group *g, uint32_t gen)
 		/* A stale generation: the call gave up on us long ago. */
 		if ((uint32_t)(v >> 32) != gen || (uint32_t)v == 0)
 			return;
-		/* acq_rel: our work's result before the count, for the
-		 * caller's acquire of the count reaching zero */
+		/* acq_rel: our result before the count, for the caller */
 	} while (!atomic_compare_exchange_weak_explicit(
 		&g->word, &v, v - 1, memory_order_acq_rel,
 		memory_order_relaxed));
 	if ((uint32_t)(v - 1) == 0)
-		/* the caller's (cpuhog_i_multi_wait()) */
-		cpuhog_i_wait_kick(&g->seq);
+		cpuhog_i_wait_kick(&g->seq); /* cpuhog_i_multi_wait()'s */
 }
 
 /* Publish a work's result.  After the exchange the owner may reuse @w. */
@@ -100,9 +80,7 @@ static bool run_one(struct hog *h, struct work *w)
 
 	if (check)
 		cpuhog_i_check_begin(h, &ck);
-	/* run_batch() looked just before; but cpuhog_i_check_begin() may make a
-	 * system call (switches.c), and a move during it would run fn
-	 * elsewhere: look again after it */
+	/* a move during cpuhog_i_check_begin()'s system call: look again */
 	if (check && sched_getcpu() != (int)h->cpu)
 		return false;
 	PROBE3(fn_start, h->cpu, w->fn, w->arg);
@@ -118,21 +96,11 @@ static bool run_one(struct hog *h, struct work *w)
 		hog_bump(&h->count.migrated);
 	hog_bump(&h->count.run);
 	work_finish(w, ret, 1);
-	/* after the completion, not before: the first system call after the
-	 * hog's wake costs several times what it costs warm, which the
-	 * caller would wait out; the signal reaches the process all the
-	 * same, only it may come after the call's return (hog_one_cpu(3),
-	 * NOTES) */
+	/* after the completion, as a wake's cold first system call would
+	 * delay the caller (hog_one_cpu(3), NOTES) */
 	if (!internal)
 		cpuhog_i_redirect_signals(h);
 	return true;
-}
-
-/* A work for a CPU the hog is not on: it fails, and fn never runs. */
-static void refuse(struct hog *h, struct work *w)
-{
-	hog_bump(&h->count.refused);
-	work_finish(w, -ENOENT, 0);
 }
 
 /* Where the hog runs, for its own checks and its callers' hints. */
@@ -146,26 +114,17 @@ static void note_where(struct hog *h, bool here)
 }
 
 /*
- * Whether this hog runs pinned to its CPU, re-pinning it if it can.
- *
- * sched_getcpu() is free (glibc reads the kernel's rseq area), the
- * affinity is a system call: it is read only when the hog finds itself
- * off its CPU, when any hog of the process did since this one last read
- * it (g_moved: a CPU went offline or left the cpuset), and every
- * REREAD_EVERY batches.  Nothing moves a pinned hog silently: the kernel
- * breaks a pinned thread's affinity only when its CPU goes away, and
- * then moves it off; a cpuset change or another's sched_setaffinity()
- * either excludes the CPU, and moves it off, or leaves the hog where it
- * is, where its work is still right.  Only a mask widened under a hog
- * that stayed (a cgroup-v1 cpuset change, an operator's taskset) waits
- * for the periodic read to be pinned again.
+ * Whether this hog runs pinned to its CPU, re-pinning it if it can.  The
+ * affinity (a system call; sched_getcpu() is free) is read when a hog
+ * found itself off (g_moved) and every REREAD_EVERY batches, which only a
+ * mask widened under a hog that stayed (a taskset) waits for.
  */
 #define REREAD_EVERY 64
 
 static _Atomic uint32_t g_moved; /* +1 each time a hog finds itself off */
 
-/* Make every hog read its affinity at its next batch (a stop finds one
- * no longer pinned: its mask widened, by an operator's taskset say). */
+/* Every hog reads its affinity at its next batch (a stop found one
+ * unpinned). */
 void cpuhog_i_hogs_look_again(void)
 {
 	atomic_fetch_add_explicit(&g_moved, 1, memory_order_relaxed);
@@ -190,13 +149,8 @@ static bool hog_here(struct hog *h)
 	return p->pinned;
 }
 
-/*
- * Run a batch, oldest first.  Before each work the hog checks where it
- * runs (hog_here() at the first, sched_getcpu() after, and again in
- * run_one() after the checks' set-up, just before fn): if the CPU went
- * offline or left the cpuset the kernel has moved us elsewhere, and the
- * works fail with -ENOENT rather than run on a CPU nobody asked for.
- */
+/* Run a batch, oldest first; moved off its CPU, the hog fails the works
+ * with -ENOENT rather than run them on a CPU nobody asked for. */
 static void run_batch(struct hog *h, struct work *w)
 {
 	struct work *x;
@@ -215,12 +169,11 @@ static void run_batch(struct hog *h, struct work *w)
 
 		here = here && sched_getcpu() == (int)h->cpu;
 		note_where(h, here);
-		if (!here && !(w->flags & W_F_INTERNAL)) {
-			refuse(h, w);
-		} else if (!run_one(h, w)) { /* moved at the last look */
-			here = false;
+		if ((!here && !(w->flags & W_F_INTERNAL)) || !run_one(h, w)) {
+			here = false; /* or moved at run_one()'s last look */
 			note_where(h, here);
-			refuse(h, w);
+			hog_bump(&h->count.refused);
+			work_finish(w, -ENOENT, 0);
 		}
 		w = next;
 	}
@@ -270,8 +223,6 @@ void *cpuhog_i_hog_main(void *arg)
 	}
 	return NULL;
 }
-
-/* ---- queueing and waiting ---------------------------------------------- */
 
 /* Push @w on @h's queue; a sleeping hog sees it only once woken. */
 void cpuhog_i_push_work(struct hog *h, struct work *w)

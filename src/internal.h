@@ -65,8 +65,6 @@ HIDDEN int cpuhog_i_call_exclusive(const struct ctx *c);
 
 /* multi.c: the call's selection (struct sel) is handed out here */
 HIDDEN struct sel *cpuhog_i_multi_sel(struct ctx *c);
-HIDDEN struct sel *cpuhog_i_multi_select(struct ctx *c, size_t setsize,
-					 const cpu_set_t *cpus);
 HIDDEN int64_t cpuhog_i_multi_reserve(struct ctx *c, const struct sel *s,
 				      uint64_t deadline);
 HIDDEN void cpuhog_i_multi_push(struct ctx *c, struct sel *s, uint32_t gen,
@@ -75,7 +73,6 @@ HIDDEN int cpuhog_i_multi_wait(struct ctx *c, const struct sel *s,
 			       uint64_t deadline,
 			       int (*poll)(struct ctx *c, bool timed_out,
 					   uint64_t *deadline));
-HIDDEN int cpuhog_i_multi_result(const struct sel *s, bool *ran_any);
 HIDDEN int cpuhog_i_multi_lock(struct ctx *c, bool try);
 HIDDEN void cpuhog_i_multi_unlock(struct ctx *c);
 HIDDEN const cpu_set_t *cpuhog_i_reach(struct ctx *c);

@@ -1,24 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Multi-CPU calls: hog_cpus(), try_hog_cpus(), hog_cpus_report(), and
- * the machinery that stop_machine() and stop_two_cpus() share with them.
- *
- * One multi-CPU call at a time (multi_lock, held for the whole call).
- * That alone rules out the deadlock the kernel fixed twice: two calls
- * queued in opposite orders on two CPUs, each rendezvous waiting for a
- * hog stuck behind the other.  It also lets each hog keep one
- * preallocated work (its slot) for these calls, so none of them
- * allocates.
- *
- * Kernel entries of hog_cpus() on 2 CPUs (tests/test_entries.c), 1 + 7:
- * the caller's one wake, of its own CPU's hog, which wakes the other
- * (wake.c: a wake the caller still owed could wait behind its own hog);
- * each hog's futex wait, its sleep check's read after the wake
- * (switches.c) and its callback's signal check, rt_sigpending()
- * (report.c).  In poll mode the other hog's wake is its poller's.  On N
- * CPUs the caller wakes one hog (a stop: two, wake.c) and the hogs the
- * rest; the caller sleeps once if the call outlasts its spin, and once
- * more, then wakes the late hogs, if it outlasts RESCUE_NS.
+ * Multi-CPU calls: hog_cpus() and its variants, and what stop_machine()
+ * and stop_two_cpus() share with them: the call's selection (struct sel),
+ * reserve, push and wait.  One multi-CPU call at a time (multi_lock, held
+ * for the whole call): no two calls queued in opposite orders on two CPUs
+ * can deadlock their rendezvous, and each hog keeps one preallocated work
+ * (its slot) for these calls, so none allocates.  The caller wakes one
+ * hog (a stop: two) and the hogs the rest (wake.c); it sleeps once if the
+ * call outlasts its spin, and once more, then wakes the late hogs, if it
+ * outlasts RESCUE_NS (tests/test_entries.c counts the kernel entries).
  */
 #include "internal.h"
 #include "outcome.h"
@@ -32,15 +22,9 @@
 #define TRANSIT_CHECK_NS 5000000u /* how often sysfs is read for that */
 #define RESCUE_NS 1000000u        /* a call pending this long: rescue() */
 
-/*
- * Whether a CPU whose hog is away is still listed online and still in
- * the hog's own mask: it is on its way out (or in), and the kernel is in
- * the middle of a hotplug that waits for its own threads on the CPUs
- * left.  A CPU that left the process's cpuset is online too, for good,
- * but gone from the mask (the kernel rewrote it): no hotplug waits on it,
- * and calls must not be slowed while it stays out.  Read from sysfs and
- * /proc at most once per TRANSIT_CHECK_NS, under the multi-CPU lock.
- */
+/* Whether a CPU whose hog is away is still online and in the hog's mask:
+ * a hotplug under way, which waits for the kernel's threads (a CPU out of
+ * the cpuset is gone from the mask, and no hotplug waits on it). */
 static bool in_transit(struct ctx *c, uint64_t now)
 {
 	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
@@ -65,37 +49,25 @@ static bool in_transit(struct ctx *c, uint64_t now)
 	return c->transit;
 }
 
-/*
- * End a multi-CPU call.  While a hogged CPU is away (going offline,
- * offline, out of the cpuset), our callers and hogs crowd onto the CPUs
- * left, and multi-CPU calls back to back from several threads can keep
- * the kernel's own threads there (the RCU grace-period kthread,
- * workqueues) from running, while the offline waits for them.  So the
- * caller sleeps before it lets the next multi-CPU call in, while every
- * other multi-CPU caller is asleep on the lock, and the kernel's threads
- * run: 4 ms after every call while the CPU is still in transit (listed
- * online, not active: the hotplug is waiting), and 1 ms once per 4 ms
- * (one tick) while it stays away (docs/RELIABILITY.md names the test).
- */
+/* While a CPU is away, back-to-back calls crowd the CPUs left and can
+ * starve the kernel's threads an offline waits for: nap, holding the lock,
+ * after each call while one is in transit, and once a tick while away. */
 void cpuhog_i_multi_unlock(struct ctx *c)
 {
+	uint64_t now = 0;
 	unsigned int i;
-	uint64_t now;
 
-	for (i = 0; i < c->nr_hogs; i++)
+	for (i = 0; i < c->nr_hogs && !now; i++)
 		if (atomic_load_explicit(&c->hogs[i].away,
 					 memory_order_relaxed))
-			break;
-	if (i < c->nr_hogs) {
-		now = cpuhog_i_now_ns();
-		if (in_transit(c, now)) {
-			atomic_fetch_add_explicit(&c->transit_naps, 1,
-						  memory_order_relaxed);
-			nanosleep(&(struct timespec){ 0, TRANSIT_NS }, NULL);
-		} else if (now >= c->backoff_at) {
-			nanosleep(&(struct timespec){ 0, BACKOFF_NS }, NULL);
-			c->backoff_at = now + BACKOFF_EVERY_NS;
-		}
+			now = cpuhog_i_now_ns();
+	if (now && in_transit(c, now)) {
+		atomic_fetch_add_explicit(&c->transit_naps, 1,
+					  memory_order_relaxed);
+		nanosleep(&(struct timespec){ 0, TRANSIT_NS }, NULL);
+	} else if (now && now >= c->backoff_at) {
+		nanosleep(&(struct timespec){ 0, BACKOFF_NS }, NULL);
+		c->backoff_at = now + BACKOFF_EVERY_NS;
 	}
 	pthread_mutex_unlock(&c->multi_lock);
 }
@@ -111,15 +83,9 @@ int cpuhog_i_multi_lock(struct ctx *c, bool try)
 	return -r;
 }
 
-/*
- * Where a thread of ours may run now: the watcher's affinity, set anew to
- * every possible CPU and read back, which the kernel bounds by the cpuset
- * and the active CPUs.  A mask set once would not follow the machine (on
- * 6.1 a thread made while a CPU was offline never gets that CPU back).
- * Two system calls, at most once per multi-CPU call (c->reach_fresh, under
- * multi_lock), and only where a hog is away or an explicit set left CPUs
- * out.
- */
+/* Where a thread of ours may run now: the watcher's affinity, widened and
+ * read back at most once a call (the kernel bounds it by the cpuset and
+ * the active CPUs), as a mask set once would not follow the machine. */
 const cpu_set_t *cpuhog_i_reach(struct ctx *c)
 {
 	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
@@ -134,15 +100,9 @@ const cpu_set_t *cpuhog_i_reach(struct ctx *c)
 	return c->reach_set;
 }
 
-/*
- * Whether @h's CPU can be used now (under multi_lock).  A hog away from
- * its CPU (offline, outside the cpuset, or never had) is not woken by
- * multi-CPU calls until its CPU is back in cpuhog_i_reach(): its work would
- * only be refused, and while a CPU goes offline, waking it would put an
- * extra real-time thread on a surviving CPU for every call, starving the
- * kernel's own threads there.  Once back, the hog pins itself on its
- * next work.
- */
+/* Whether @h's CPU can be used now: a hog away is left alone until its
+ * CPU is back in reach, as its work would be refused, and waking it in an
+ * offline would crowd a surviving CPU. */
 bool cpuhog_i_hog_usable(struct ctx *c, struct hog *h)
 {
 	return !atomic_load_explicit(&h->away, memory_order_relaxed) ||
@@ -172,10 +132,9 @@ struct sel *cpuhog_i_multi_sel(struct ctx *c)
 	return &c->sel;
 }
 
-/* The hogs of @cpus whose CPUs are usable, in topology order (the wake
- * tree's): the call's selection. */
-struct sel *cpuhog_i_multi_select(struct ctx *c, size_t setsize,
-				  const cpu_set_t *cpus)
+/* The hogs of @cpus whose CPUs are usable, in topology order. */
+static struct sel *select_hogs(struct ctx *c, size_t setsize,
+			       const cpu_set_t *cpus)
 {
 	struct sel *s = cpuhog_i_multi_sel(c);
 	size_t bits = setsize * 8;
@@ -191,14 +150,10 @@ struct sel *cpuhog_i_multi_select(struct ctx *c, size_t setsize,
 	return s;
 }
 
-/*
- * Reserve the slots of the hogs of @s for a new call.  A slot can
- * still be queued from a stop that gave up on a held CPU: wait for it
- * until @deadline (-ETIMEDOUT, nothing reserved).  Returns the call's
- * generation, never 0.  Before the 32-bit generation comes round again,
- * every hog's slot must be free: a stale hog of an abandoned call, still
- * queued, would take a later call of its generation for its own.
- */
+/* Reserve the slots of @s (one may be queued still from a stop that gave
+ * up): the call's generation, never 0, or -ETIMEDOUT at @deadline.  Every
+ * slot is free before the generation comes round, lest a stale hog take a
+ * later call of its generation for its own. */
 int64_t cpuhog_i_multi_reserve(struct ctx *c, const struct sel *s,
 			       uint64_t deadline)
 {
@@ -220,29 +175,8 @@ int64_t cpuhog_i_multi_reserve(struct ctx *c, const struct sel *s,
 	return c->multi_gen;
 }
 
-static void slot_push(struct ctx *c, struct hog *h, uint32_t gen,
-		      cpuhog_fn_t fn, void *arg, uint32_t flags)
-{
-	struct work *w = &h->slot;
-
-	w->fn = fn;
-	w->arg = arg;
-	w->group = &c->group;
-	w->gen = gen;
-	w->cpu = h->cpu;
-	w->flags = flags;
-	/* relaxed: published by cpuhog_i_push_work()'s seq_cst push */
-	atomic_store_explicit(&w->state, W_QUEUED, memory_order_relaxed);
-	cpuhog_i_push_work(h, w);
-}
-
-/*
- * Queue fn(arg) on the hogs of @s, under generation @gen, with @flags
- * and each hog's own flags in @s; then wake them down the tree
- * (wake.c): every work pushed first, children before their parents, then
- * the root's wake here (a stop's: after its first child's, where the
- * root is our own CPU's hog).
- */
+/* Queue fn(arg) on the hogs of @s under @gen, with @flags and each hog's
+ * own, children before parents, then wake the tree's root (wake.c). */
 void cpuhog_i_multi_push(struct ctx *c, struct sel *s, uint32_t gen,
 			 cpuhog_fn_t fn, void *arg, uint32_t flags)
 {
@@ -253,15 +187,27 @@ void cpuhog_i_multi_push(struct ctx *c, struct sel *s, uint32_t gen,
 	 * only compare it in a CAS */
 	atomic_store_explicit(&c->group.word, (uint64_t)gen << 32 | s->n,
 			      memory_order_relaxed);
-	for (i = s->n; i-- > 0;) /* reverse plan order: see wake.c */
-		slot_push(c, s->hog[i], gen, fn, arg, flags | s->flags[i]);
-	/* a stop's remote wake first, to overlap the switch to our own
-	 * CPU's root (wake.c) */
-	if (root && root->tree.nkids && (flags & W_F_INTERNAL) &&
+	for (i = s->n; i-- > 0;) { /* reverse plan order: see wake.c */
+		struct work *w = &s->hog[i]->slot;
+
+		w->fn = fn;
+		w->arg = arg;
+		w->group = &c->group;
+		w->gen = gen;
+		w->cpu = s->hog[i]->cpu;
+		w->flags = flags | s->flags[i];
+		/* relaxed: published by cpuhog_i_push_work()'s seq_cst push */
+		atomic_store_explicit(&w->state, W_QUEUED,
+				      memory_order_relaxed);
+		cpuhog_i_push_work(s->hog[i], w);
+	}
+	if (!root)
+		return;
+	/* a stop's remote wake first, to overlap the switch to our root */
+	if (root->tree.nkids && (flags & W_F_INTERNAL) &&
 	    (int)root->cpu == sched_getcpu())
 		cpuhog_i_wake_hog(root->tree.kids[0]);
-	if (root)
-		cpuhog_i_wake_hog(root);
+	cpuhog_i_wake_hog(root);
 }
 
 static uint32_t pending(struct ctx *c)
@@ -271,46 +217,39 @@ static uint32_t pending(struct ctx *c)
 					      memory_order_acquire);
 }
 
-/* Spin only while our own CPU's hog has nothing left to do for us. */
-static bool spin_ok(struct ctx *c)
+/* relaxed: a stale QUEUED costs a spin turn, or a cpuhog_i_wake_hog()
+ * that only loads a hog that is awake */
+static bool slot_queued(const struct hog *h)
 {
-	int cpu = sched_getcpu();
-	struct hog *h = cpu >= 0 ? cpuhog_i_hog_of(c, (unsigned int)cpu) : NULL;
-
-	return !h || (atomic_load_explicit(&h->slot.state,
-					   memory_order_relaxed) &
-		      W_STATE) != W_QUEUED;
+	return (atomic_load_explicit(&h->slot.state, memory_order_relaxed) &
+		W_STATE) == W_QUEUED;
 }
 
-/*
- * The wake tree's rescue (wake.c): every hog of the call that still
- * sleeps on its queued slot, its parent late, woken by the caller.  A
- * hog never sleeps on a slot it took, so one that sleeps has not seen it
- * (or is about to: the wake is then spurious); a finished slot is left.
- */
+/* Spin only while our own CPU's hog has nothing left to do for us
+ * (sched_getcpu()'s -1 has no hog). */
+static bool spin_ok(struct ctx *c)
+{
+	struct hog *h = cpuhog_i_hog_of(c, (unsigned int)sched_getcpu());
+
+	return !h || !slot_queued(h);
+}
+
+/* Wake the call's hogs still asleep on their queued slots, their parents
+ * late (wake.c); a hog never sleeps on a slot it took. */
 static void rescue(const struct sel *s)
 {
 	unsigned int i;
 
 	for (i = 0; i < s->n; i++)
-		/* relaxed: a stale QUEUED costs a cpuhog_i_wake_hog(), which
-		 * only loads a hog that is awake */
-		if ((atomic_load_explicit(&s->hog[i]->slot.state,
-					  memory_order_relaxed) &
-		     W_STATE) == W_QUEUED)
+		if (slot_queued(s->hog[i]))
 			cpuhog_i_wake_hog(s->hog[i]);
 }
 
 /*
- * Wait until every work of the current call, on the hogs of @s, has
- * finished.  @poll, if
- * given, is asked on every wake-up and at @deadline (timed_out), and ends
- * the wait early by returning an error; going on past a deadline, it
- * sets the next one.  A stop spins first too (@poll is not asked during
- * the spin, which is short): once its own CPU's hog is through, the
- * caller may find another hog still in the last phase, and a sleep then
- * costs it a wait and that hog a wake.  RESCUE_NS after it began, still
- * waiting, the caller wakes the hogs still asleep (wake.c).
+ * Wait until every work of the call on @s has finished.  @poll, if given,
+ * is asked at each wake-up and at @deadline (timed_out); an error from it
+ * ends the wait, and going on it sets the next deadline.  A short spin
+ * first spares a late hog's wake.
  */
 int cpuhog_i_multi_wait(struct ctx *c, const struct sel *s, uint64_t deadline,
 			int (*poll)(struct ctx *c, bool timed_out,
@@ -323,7 +262,7 @@ int cpuhog_i_multi_wait(struct ctx *c, const struct sel *s, uint64_t deadline,
 	int r;
 
 	for (; pending(c); cpuhog_i_wait_turn(&w)) {
-		if (w.spin_end) { /* only while spin_ok() */
+		if (w.spin_end) {
 			w.spin_end = spin_ok(c) ? w.spin_end : 0;
 			continue;
 		}
@@ -332,7 +271,6 @@ int cpuhog_i_multi_wait(struct ctx *c, const struct sel *s, uint64_t deadline,
 			rescue_at = NO_DEADLINE;
 			w.slept = 0;
 		}
-		/* poll moves the deadline on when it chooses to go on */
 		if (poll && (r = poll(c, w.slept == -ETIMEDOUT, &deadline)) < 0)
 			return r;
 		if (w.slept == -ETIMEDOUT && !poll)
@@ -342,23 +280,32 @@ int cpuhog_i_multi_wait(struct ctx *c, const struct sel *s, uint64_t deadline,
 	return 0;
 }
 
-/* 0 or a callback's non-zero value; *ran_any: some callback ran. */
-int cpuhog_i_multi_result(const struct sel *s, bool *ran_any)
+/* fn(arg) on the hogs of @s: 0, fn's first non-zero return, or -ENOENT
+ * where it ran nowhere; with a report (@o), the hogs time fn. */
+static int run_selected(struct ctx *c, struct sel *s, uint32_t gen,
+			cpuhog_fn_t fn, void *arg, struct stop_outcome *o)
 {
+	bool any = false;
 	unsigned int i;
 	int r = 0;
 
-	*ran_any = false;
+	if (o)
+		cpuhog_i_call_report_arm(s);
+	cpuhog_i_multi_push(c, s, gen, fn, arg, o ? W_F_TIMED : 0);
+	cpuhog_i_multi_wait(c, s, NO_DEADLINE, NULL);
 	for (i = 0; i < s->n; i++) {
 		struct work *w = &s->hog[i]->slot;
 
-		if (!w->ran)
-			continue;
-		*ran_any = true;
-		if (!r)
+		if (w->ran && !r)
 			r = w->ret;
+		any = any || w->ran;
 	}
-	return r;
+	if (o) {
+		o->tries = 1;
+		o->ended = any ? STOP_RAN : STOP_NOCPU;
+		cpuhog_i_call_report_hogs(s, true, o);
+	}
+	return any ? r : -ENOENT;
 }
 
 /* Which CPUs' hogs ran the call's fn, into @ran (@setsize bytes). */
@@ -371,85 +318,45 @@ static void fill_ran(const struct sel *s, size_t setsize, cpu_set_t *ran)
 			CPU_SET_S(s->hog[i]->cpu, setsize, ran);
 }
 
-/* fn(arg) on the hogs of @s, under @gen; with a report (@o), the hogs
- * stamp when fn started and returned there. */
-static int run_selected(struct ctx *c, struct sel *s, uint32_t gen,
-			cpuhog_fn_t fn, void *arg, struct stop_outcome *o)
-{
-	bool any;
-	int r;
-
-	if (o)
-		cpuhog_i_call_report_arm(s);
-	cpuhog_i_multi_push(c, s, gen, fn, arg, o ? W_F_TIMED : 0);
-	cpuhog_i_multi_wait(c, s, NO_DEADLINE, NULL);
-	r = cpuhog_i_multi_result(s, &any);
-	if (o) {
-		o->tries = 1;
-		o->ended = any ? STOP_RAN : STOP_NOCPU;
-		cpuhog_i_call_report_hogs(s, true, o);
-	}
-	return any ? r : -ENOENT;
-}
-
-static int hog_cpus_probed(size_t setsize, const cpu_set_t *cpus,
-			   cpuhog_fn_t fn, void *arg, bool try, cpu_set_t *ran,
-			   struct stop_outcome *o);
-
-/* hog_cpus(), hog_cpus_ran(), try_hog_cpus() and hog_cpus_report()
- * (@o: its outcome, NULL for the others), between two probes */
+/* hog_cpus() and its variants: @ran, the CPUs that ran fn, if asked; @o,
+ * hog_cpus_report()'s outcome, if any. */
 static int do_hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
 		       void *arg, bool try, cpu_set_t *ran,
 		       struct stop_outcome *o)
-{
-	int r;
-
-	PROBE2(hog_cpus_entry, fn, try);
-	r = hog_cpus_probed(setsize, cpus, fn, arg, try, ran, o);
-	PROBE1(hog_cpus_return, r);
-	return r;
-}
-
-static int hog_cpus_probed(size_t setsize, const cpu_set_t *cpus,
-			   cpuhog_fn_t fn, void *arg, bool try, cpu_set_t *ran,
-			   struct stop_outcome *o)
 {
 	struct ctx *c;
 	struct sel *s;
 	int64_t gen;
 	int r;
 
-	if (!cpus || !fn)
-		return -EINVAL;
-	if (cpuhog_i_self)
-		return -EDEADLK;
+	PROBE2(hog_cpus_entry, fn, try);
+	r = !cpus || !fn ? -EINVAL : cpuhog_i_self ? -EDEADLK : 0;
+	if (r)
+		goto out;
 	c = cpuhog_i_call_enter(&r);
-	if (c && (r = cpuhog_i_multi_lock(c, try)) < 0) {
+	if (c && (r = cpuhog_i_multi_lock(c, try)) < 0)
 		cpuhog_i_call_leave();
-		c = NULL;
-	}
-	if (!c) {
+	if (!c || r < 0) {
 		if (ran)
 			CPU_ZERO_S(setsize, ran);
-		return r;
+		goto out;
 	}
-	s = cpuhog_i_multi_select(c, setsize, cpus);
+	s = select_hogs(c, setsize, cpus);
 	if (ran) /* after the selection: @ran may be @cpus */
 		CPU_ZERO_S(setsize, ran);
-	gen = !s->n ? -ENOENT
-	      : cpuhog_i_call_exclusive(c)
-		      ? -EPERM
-		      : cpuhog_i_multi_reserve(c, s, try ? 0 : NO_DEADLINE);
-	r = gen == -ETIMEDOUT ? -EAGAIN /* try: a slot held by a stop */
-	    : gen < 0	      ? (int)gen
-			      : 0;
-	if (r == 0) {
+	r = !s->n ? -ENOENT : cpuhog_i_call_exclusive(c);
+	gen = r ? 0 : cpuhog_i_multi_reserve(c, s, try ? 0 : NO_DEADLINE);
+	if (gen < 0)
+		r = -EAGAIN; /* try: a slot held by a stop */
+	if (gen > 0) {
 		r = run_selected(c, s, (uint32_t)gen, fn, arg, o);
 		if (ran)
 			fill_ran(s, setsize, ran);
 	}
 	cpuhog_i_multi_unlock(c);
 	cpuhog_i_call_leave();
+out:
+	PROBE1(hog_cpus_return, r);
 	return r;
 }
 

@@ -1,25 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The single-CPU calls: hog_one_cpu() and its asynchronous half,
- * hog_one_cpu_nowait() with hog_work_wait() and hog_work_done().
- *
- * A call builds one work (on the caller's stack, or in the caller's
- * buffer), queues it on the CPU's hog (hog.c) and waits on the work's
- * state word: a short spin where the hog is on another CPU, then a futex
- * sleep.  The buffer of a nowait call carries the epoch it was queued in,
- * so that its copy in a forked child reads as not run (-ENOENT) instead
- * of waiting for the parent's hog.
- *
- * Kernel entries of hog_one_cpu() to another CPU (counted by
- * tests/test_entries.c): the caller's futex wake of the sleeping hog,
- * none when the hog answers within the caller's spin; the hog's futex
- * wait (both are the job), then the checks' price: one rt_sigpending()
- * for signals raised in the callback, made once the caller has been
- * answered (hog.c, run_one()).  The sleep check costs nothing
- * where the hog was not switched out during the callback (switches.c),
- * and one getrusage() after a callback that was, or two per callback
- * on a kernel whose rseq cannot tell (6.19 on).  The hog reads its
- * affinity only now and then (hog.c, hog_here()).
+ * The single-CPU calls: hog_one_cpu(), and hog_one_cpu_nowait() with
+ * hog_work_wait() and hog_work_done().  A call queues one work (on the
+ * caller's stack, or in its buffer) on the CPU's hog and waits on the
+ * work's state word: a short spin where the hog is on another CPU, then
+ * a futex sleep.  A nowait buffer carries the epoch it was queued in, so
+ * that its copy in a forked child reads as not run (-ENOENT) instead of
+ * waiting for the parent's hog.  Kernel entries (tests/test_entries.c):
+ * the caller's futex wake, none where the hog answers within its spin,
+ * and the hog's (hog.c).
  */
 #include "internal.h"
 #include "probes.h"
@@ -27,10 +16,10 @@
 #include <errno.h>
 #include <sched.h>
 
+/* Not for our own CPU: its hog could not run during our spin at its
+ * priority, and would preempt us anyway below it. */
 static bool may_spin(unsigned int cpu)
 {
-	/* Never spin for our own CPU: the hog could not run meanwhile if
-	 * we are at its priority, and would preempt us anyway otherwise. */
 	return sched_getcpu() != (int)cpu;
 }
 
@@ -50,13 +39,11 @@ static int one_cpu(unsigned int cpu, cpuhog_fn_t fn, void *arg)
 		return err;
 	h = cpuhog_i_hog_of(c, cpu);
 	err = !h ? -ENOENT : cpuhog_i_call_exclusive(c);
-	if (err) {
-		cpuhog_i_call_leave();
-		return err;
+	if (!err) {
+		atomic_init(&w.state, W_QUEUED);
+		cpuhog_i_queue_work(h, &w);
+		err = cpuhog_i_work_wait(&w, may_spin(cpu), c->spin_ns);
 	}
-	atomic_init(&w.state, W_QUEUED);
-	cpuhog_i_queue_work(h, &w);
-	err = cpuhog_i_work_wait(&w, may_spin(cpu), c->spin_ns);
 	cpuhog_i_call_leave();
 	return err;
 }
@@ -89,8 +76,8 @@ bool hog_one_cpu_nowait(unsigned int cpu, cpuhog_fn_t fn, void *arg,
 	if (!c)
 		return false;
 	h = cpuhog_i_hog_of(c, cpu);
-	/* acquire: a previous run's hog is done with the buffer.  The CAS
-	 * also settles two callers racing for one buffer. */
+	/* acquire: a previous run's hog is done with the buffer; the CAS
+	 * settles two callers racing for it */
 	if (!h || cpuhog_i_call_exclusive(c) ||
 	    !atomic_compare_exchange_strong_explicit(&w->state, &s, W_QUEUED,
 						     memory_order_acquire,
@@ -103,8 +90,7 @@ bool hog_one_cpu_nowait(unsigned int cpu, cpuhog_fn_t fn, void *arg,
 	w->cpu = cpu;
 	w->group = NULL;
 	w->flags = 0;
-	/* relaxed, both: only a fork changes cpuhog_i_epoch, and only in the
-	 * child; a reader of the buffer's epoch compares it with that */
+	/* relaxed, both: only a fork changes cpuhog_i_epoch (in the child) */
 	atomic_store_explicit(
 		&w->epoch,
 		atomic_load_explicit(&cpuhog_i_epoch, memory_order_relaxed),
@@ -114,10 +100,8 @@ bool hog_one_cpu_nowait(unsigned int cpu, cpuhog_fn_t fn, void *arg,
 	return true;
 }
 
-/*
- * A work queued before this process was forked: its hog is the parent's,
- * and this copy of the buffer would never finish.  It did not run here.
- */
+/* A work queued before a fork: its hog is the parent's, and this copy
+ * would never finish.  It did not run here. */
 static bool forked_away(struct work *w, uint32_t s)
 {
 	if ((s & W_STATE) != W_QUEUED ||
@@ -141,9 +125,8 @@ int hog_work_wait(struct cpuhog_work *work_buf)
 	s = atomic_load_explicit(&w->state, memory_order_acquire);
 	if ((s & W_STATE) != W_QUEUED && (s & W_STATE) != W_DONE)
 		return -EINVAL;
-	/* from hog context, or from a handler whose thread is inside a
-	 * call: perhaps the very hog_one_cpu_nowait() that marked this
-	 * buffer queued and has not pushed it yet */
+	/* hog context, or a handler's thread inside a call: perhaps the
+	 * hog_one_cpu_nowait() that marked this buffer queued, unpushed */
 	if (cpuhog_i_self || cpuhog_i_in_call || cpuhog_i_ctx_held)
 		return -EDEADLK;
 	if (forked_away(w, s))
@@ -157,8 +140,8 @@ bool hog_work_done(const struct cpuhog_work *work_buf)
 {
 	struct work *w = (struct work *)work_buf;
 
-	/* acquire: so that a following hog_work_wait() reads the result.
-	 * A buffer never queued is "done": waiting returns at once. */
+	/* acquire: a following hog_work_wait() reads the result.  A buffer
+	 * never queued is "done": waiting returns at once. */
 	return !w ||
 	       (atomic_load_explicit(&w->state, memory_order_acquire) &
 		W_STATE) != W_QUEUED ||

@@ -1,96 +1,47 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Waking hogs: one (cpuhog_i_wake_hog(), the other half of hog.c's
- * hog_sleep()), and the wake tree, how a multi-CPU call wakes its hogs.
+ * Waking hogs: one (cpuhog_i_wake_hog(), hog_sleep()'s other half), and a
+ * multi-CPU call's wake tree: the caller pushes every work, then wakes the
+ * root (its own CPU's hog where selected); each hog, on taking its slot
+ * and before anything else, wakes its at most k children (k:
+ * cpuhog_attr.wake_fanout, else CPUHOG_WAKE_FANOUT, else 4).  Hogs wake,
+ * not the caller: it runs below them, and a wake it still owes can wait
+ * for ever behind a hog whose callback waits for the other CPUs.  A stop's
+ * caller wakes the root's first child just before the root, to overlap
+ * that remote wake with the switch to the root (not hog_cpus(): its
+ * callback may spin for the others in front of the caller).  multi.c's
+ * rescue() wakes the hogs still asleep at RESCUE_NS.  A node cuts its
+ * subtree's topology-ordered range into k equal parts, each part's first
+ * hog a child, so hops near the leaves stay in one cache domain.
  *
- * Flat, the caller would wake its N hogs one after another, N futex
- * wakes in a row, the last hog woken N wakes after the first.  Here the
- * caller pushes every hog's work (a CAS each, no system call), then
- * wakes one, the root (a stop: two, below); each hog, as soon as it
- * takes its work and before it runs anything, wakes its own at most k
- * children: every hog is woken 1 + ceil(log_k (N - 1)) hops after the
- * call.  k is cpuhog_attr.wake_fanout (default 4; CPUHOG_WAKE_FANOUT in
- * the environment); k >= N is a flat wake made by the root.
- *
- * Why the hogs wake each other: the caller runs below the hogs,
- * unpinned, and a wake it still owes can wait for ever: its own CPU's
- * hog preempts it as soon as it is woken, and a caller the kernel moves
- * lands behind another hog; where that hog's callback waits for the
- * other CPUs (a rendezvous), nothing lets the caller run.  The kernel
- * disables preemption around its queueing for this; user space cannot,
- * so the hogs, which nothing of ours preempts, make the wakes.  The root
- * is the caller's own CPU's hog where the call has one: it preempts the
- * caller anyway.  In a stop the caller wakes the root's first child
- * itself, just before the root: that wake, to another CPU, is the slow
- * one (an IPI, and an exit from idle there), and so it overlaps the
- * switch to the root instead of following it.  The root then finds that
- * child awake.  Should the caller lose its CPU to that child between the
- * two wakes, the child's hog sleeps in PREPARE after spin_ns and the
- * caller goes on.  Only a stop: a hog_cpus() callback may wait for the
- * others' (a rendezvous of its own), and would then spin for ever in
- * front of the caller.
- *
- * The rescue: a hog that runs late (its CPU held by another process's
- * thread at its priority, or busy with a long work) wakes its subtree
- * late, and their callbacks would wait for another CPU's hog.  So a
- * caller whose call is still pending RESCUE_NS after the push wakes
- * every hog of it that still sleeps on its queued slot (rescue(),
- * multi.c).  It only adds to the tree, which alone wakes every hog: the
- * caller may be unable to run (its CPU's hog spinning in a stop).  A
- * call that ends sooner makes no rescue, so no thread's system calls
- * grow with N; one that does wakes only the late subtrees.
- *
- * The shape: the hogs stand in topology order (topology.c), the root
- * first.  A node whose subtree is the list's range [lo, hi) cuts it into
- * at most k equal contiguous parts; each part's first hog is a child,
- * whose subtree is the rest of its part.  Parts near the leaves are small
- * and contiguous, so most hops stay inside one cache domain.
- *
- * Why no wake is lost: the caller writes each selected hog's children
- * (struct hog.kids) under the multi-CPU lock while that hog's slot is
- * free (cpuhog_i_multi_reserve() waited for it), before the push that
- * publishes them; the hog reads them after it took the slot from its
- * queue, and before it finishes the work, after which they may be
- * rewritten.  Every child's work is pushed before its parent's
- * (cpuhog_i_multi_push() pushes in reverse plan order, a child stands
- * after its parent): a parent that is awake may take its slot the moment
- * it is pushed, and its wake must find the child's work there.  So the
- * parent's cpuhog_i_wake_hog() reads the child's sleeping flag after the
- * child's push, both seq_cst: the child sees its work, or the parent
- * sees it asleep (Dekker's pattern, the push made by the caller, the
- * look by the parent or, in a rescue or for a stop's first child, the
- * caller).  A hog refuses its work (off its CPU) only after it has woken
- * its children, so a refusal never strands a subtree.  A spurious wake
- * (a stale slot of an abandoned stop, read with its old children) finds
- * an empty queue and costs one futex wake.
+ * No wake is lost: a hog's kids are written under multi_lock while its
+ * slot is free and read before its work finishes; each child's work is
+ * pushed before its parent's, and the waker loads the child's sleeping
+ * flag after that push, both seq_cst (Dekker): the child sees its work or
+ * the waker sees it asleep.  A hog wakes its children before it may
+ * refuse its work, so a refusal never strands a subtree.
  */
 #include "internal.h"
 
 #include <stdlib.h>
 
-/*
- * Wake @h for work pushed on its queue (cpuhog_i_push_work(), hog.c), unless it
- * is awake or its poller takes the wake (cpuhog_i_poll_offer(), poll.c).
- */
+/* Wake @h for work pushed on its queue, unless it is awake or its poller
+ * takes the wake (poll.c). */
 void cpuhog_i_wake_hog(struct hog *h)
 {
 	/* seq_cst, after the producer's seq_cst push: Dekker's pattern
-	 * with hog_sleep() (platform.c's note on waiting).  The exchange
-	 * lets one producer of many pay for the system call. */
+	 * with hog_sleep().  The exchange lets one producer of many pay for
+	 * the system call. */
 	if (!atomic_load(&h->q.sleeping) || cpuhog_i_poll_offer(h))
-		return; /* awake, or its poller took the wake (poll.c) */
+		return;
 	if (atomic_exchange(&h->q.sleeping, 0))
 		cpuhog_i_futex_wake(&h->q.sleeping, 1);
 }
 
-
 #define FANOUT_DEFAULT 4
 
-/*
- * The fan-out: @want from the attributes, else CPUHOG_WAKE_FANOUT
- * (digits, 2 or more; anything else is ignored), else the default; at
- * most @nr_hogs, which is the flat wake.
- */
+/* @want, else CPUHOG_WAKE_FANOUT (digits, 2 or more), else the default;
+ * at most @nr_hogs, the flat wake. */
 unsigned int cpuhog_i_fanout_of(uint64_t want, unsigned int nr_hogs)
 {
 	const char *s = getenv("CPUHOG_WAKE_FANOUT");
@@ -109,11 +60,8 @@ unsigned int cpuhog_i_fanout_of(uint64_t want, unsigned int nr_hogs)
 	return (unsigned int)k;
 }
 
-/*
- * The children of a node whose subtree is @o[lo, hi), into @kids: the
- * first hog of each of at most @k equal parts; each child's subtree is
- * the rest of its part.  Returns how many.  Recursion depth: the tree's.
- */
+/* Set the children of the node whose subtree is @o[lo, hi) into @kids;
+ * returns how many.  Recursion depth: the tree's. */
 static unsigned int plan(struct hog **o, unsigned int lo, unsigned int hi,
 			 unsigned int k, struct hog **kids)
 {
@@ -131,11 +79,9 @@ static unsigned int plan(struct hog **o, unsigned int lo, unsigned int hi,
 }
 
 /*
- * Plan the wake of the hogs of @s (topology order; under the multi-CPU
- * lock, every slot free): the root first (the caller's own CPU's hog
- * where it is one of them, moved to the front with its flags), each
- * hog's children set, every child after its parent in @s.  Returns the
- * root, the one hog the caller wakes; NULL for none.
+ * Plan the wake of @s (under multi_lock, every slot free): the caller's
+ * own CPU's hog, if selected, moved to the front with its flags; every
+ * child after its parent.  Returns the root, which the caller wakes.
  */
 struct hog *cpuhog_i_wake_plan(struct ctx *c, struct sel *s)
 {
@@ -143,6 +89,8 @@ struct hog *cpuhog_i_wake_plan(struct ctx *c, struct sel *s)
 	int me = sched_getcpu();
 	unsigned int i;
 
+	if (s->n == 0)
+		return NULL;
 	for (i = 1; i < s->n; i++)
 		if ((int)o[i]->cpu == me) {
 			struct hog *h = o[i];
@@ -156,13 +104,11 @@ struct hog *cpuhog_i_wake_plan(struct ctx *c, struct sel *s)
 			s->flags[0] = f;
 			break;
 		}
-	if (s->n == 0)
-		return NULL;
 	o[0]->tree.nkids = plan(o, 1, s->n, c->fanout, o[0]->tree.kids);
 	return o[0];
 }
 
-/* A hog took its slot: wake its children first (see the note on top). */
+/* A hog took its slot: wake its children first. */
 void cpuhog_i_wake_kids(struct hog *h)
 {
 	unsigned int i;
