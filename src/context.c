@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The context layer's state: the one context of the process and the
- * count of calls using it, who the calling thread is, and a hog by CPU.
- * Every room uses these; nothing here calls a room (see context.h).
+ * The context layer's state: the process's one context, the count of
+ * calls using it, who the calling thread is, a hog by CPU.  Every room
+ * uses these; nothing here calls a room (see context.h).
  *
- * A call holds a reference for its whole length: it counts itself in
- * g_users before it looks at g_ctx, and cpuhog_i_ctx_retire() clears g_ctx
- * before it waits for g_users to drain, both seq_cst (Dekker), so a context is
- * never freed under a call.  The count lives outside the context so that
- * a call may count itself before it knows whether a context exists.
+ * A call counts itself in g_users before it looks at g_ctx, and
+ * cpuhog_i_ctx_retire() clears g_ctx before it waits for g_users to
+ * drain, both seq_cst (Dekker): a context is never freed under a call.
+ * The count lives outside the context so that a call may count itself
+ * before it knows whether a context exists.
  */
 #include "internal.h"
 
@@ -28,8 +28,7 @@ struct ctx *cpuhog_i_ctx_ref(void)
 	struct ctx *c;
 
 	/* seq_cst increment, then seq_cst load: Dekker with
-	 * cpuhog_i_ctx_retire()'s store of NULL and load of the count.  Either
-	 * the retirer sees us and waits, or we see NULL. */
+	 * cpuhog_i_ctx_retire(): either it sees us and waits, or we see NULL */
 	cpuhog_i_ctx_held++;
 	atomic_signal_fence(memory_order_seq_cst); /* before the count */
 	atomic_fetch_add(&g_users, 1);
@@ -55,19 +54,17 @@ void cpuhog_i_ctx_publish(struct ctx *c)
 
 struct ctx *cpuhog_i_ctx_current(void)
 {
-	/* relaxed: the caller holds the init lock, under which alone the
-	 * context is published or retired */
+	/* relaxed: under the init lock, where alone it is published */
 	return atomic_load_explicit(&g_ctx, memory_order_relaxed);
 }
 
-/* Whether no call holds the context now (a snapshot). */
 bool cpuhog_i_ctx_quiet(void)
 {
 	return atomic_load(&g_users) == 0;
 }
 
-/* Unpublish the context and wait until no call holds it; returns it
- * (NULL: there was none).  Under the init lock. */
+/* Unpublish the context and wait until no call holds it.  Under the
+ * init lock. */
 struct ctx *cpuhog_i_ctx_retire(void)
 {
 	struct ctx *c = atomic_load(&g_ctx);
@@ -81,11 +78,10 @@ struct ctx *cpuhog_i_ctx_retire(void)
 	return c;
 }
 
-/* A forked child has only the forking thread: the parent's other calls
- * are not here to give their references back.  Returns the context. */
+/* A forked child's: the parent's other calls are not here to give
+ * their references back.  Relaxed, all: one thread, in the fork handler. */
 struct ctx *cpuhog_i_ctx_forget(void)
 {
-	/* relaxed, all: one thread, in the fork handler */
 	struct ctx *c = atomic_load_explicit(&g_ctx, memory_order_relaxed);
 
 	atomic_store_explicit(&g_ctx, NULL, memory_order_relaxed);

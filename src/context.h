@@ -329,9 +329,7 @@ HIDDEN extern _Atomic uint64_t cpuhog_i_spin_ns; /* hog_work_wait() holds no
 					     reference to the context */
 HIDDEN extern _Atomic uint32_t cpuhog_i_epoch; /* moves on in a forked child */
 
-/* topology.c */
-HIDDEN uint64_t cpuhog_i_topo_key(unsigned int cpu, size_t setsize,
-				  cpu_set_t *scratch, unsigned int nr_cpu_ids);
+/* topology.c: each hog's tree.topo, and by_topo in that order */
 HIDDEN void cpuhog_i_topo_sort(struct ctx *c);
 
 #endif

@@ -1,19 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The hogs' lifecycle: creating them (lazily, on the first call, or by
- * cpuhog_init()), stopping them (cpuhog_shutdown()), and forgetting them
- * in a forked child.
+ * The hogs' lifecycle: making the context (lazily at the first call, or
+ * cpuhog_init()), shutting it down, and forgetting it in a forked child.
  *
  * A call holds a reference to the context for its whole length
- * (context.c); cpuhog_i_ctx_get() makes the context where there is none, so
- * this file is every call's entry (cpuhog_i_call_enter()).  Shutdown retires
- * the context, then drains every queue before it joins the hogs: a queued work
- * always finishes.
- *
- * After fork() the child has only the forking thread: the context is
- * parked on an orphan list (freed at the next init, when malloc is surely
- * usable) and cpuhog_i_epoch moves on, so that a work buffer the parent had
- * queued reads as not run rather than hanging its waiter.
+ * (context.c); cpuhog_i_ctx_get() makes the context where there is none,
+ * so this file is every call's entry (cpuhog_i_call_enter()).  Shutdown
+ * retires the context, then drains every queue before it joins the
+ * hogs: a queued work always finishes.  After fork() the child has only
+ * the forking thread: the context is parked on an orphan list (freed at
+ * the next init, when malloc is surely usable) and cpuhog_i_epoch moves
+ * on, so a work the parent had queued reads as not run, not as a hang.
  */
 #include "internal.h"
 
@@ -25,98 +22,42 @@
 #include <string.h>
 #include <unistd.h>
 
-
 static _Atomic bool g_shutting; /* no context: a call makes none */
 static pthread_mutex_t g_init_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t g_atfork_once = PTHREAD_ONCE_INIT;
 static struct ctx *g_orphans; /* contexts inherited over fork() */
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#ifndef __has_feature
+#define __has_feature(x) 0
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) ||      \
+	__has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
 #define DEFAULT_STACK (512u << 10) /* sanitizers need far more stack */
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define DEFAULT_STACK (512u << 10)
-#endif
-#endif
-#ifndef DEFAULT_STACK
+#else
 /* With the guard page and the hog's own state: under 64 KiB per CPU. */
 #define DEFAULT_STACK (56u << 10)
 #endif
 
-/* ---- the context ------------------------------------------------------- */
-
-static int init_as(const struct cpuhog_attr *attr, bool inherit);
-
-static int lock_init(void);
-static void unlock_init(int was);
-
-static void call_out(void)
+/* Around what holds g_init_lock: a handler of this thread must not wait
+ * for it (cpuhog_i_in_call 2).  Returns what cpuhog_i_in_call was, or -1:
+ * it was 2. */
+static int lock_init(void)
 {
+	int was = cpuhog_i_in_call;
+
+	if (was == 2)
+		return -1;
+	cpuhog_i_in_call = 2;
 	atomic_signal_fence(memory_order_seq_cst);
-	cpuhog_i_in_call = 0;
+	pthread_mutex_lock(&g_init_lock);
+	return was;
 }
 
-struct ctx *cpuhog_i_ctx_get(int *err)
+static void unlock_init(int was)
 {
-	for (;;) {
-		struct ctx *c = cpuhog_i_ctx_ref();
-		int r;
-
-		if (c)
-			return c;
-		if (atomic_load(&g_shutting) || cpuhog_i_self) {
-			*err = -ESHUTDOWN;
-			return NULL;
-		}
-
-		r = init_as(NULL, true);
-		if (r < 0 && r != -EALREADY) {
-			*err = r;
-			return NULL;
-		}
-	}
-}
-
-/*
- * The entry of every call that may block or take a lock, and its exit.
- * A thread found inside one already can only be here from a signal
- * handler (a callback is refused as hog context before): the handler
- * would wait for what its own thread holds, the lock it took or the hog
- * it was waking, and hang for ever.  -EDEADLK, as from hog context.
- * The signal fences keep the flag's stores where they are against a
- * handler of this thread.
- */
-struct ctx *cpuhog_i_call_enter(int *err)
-{
-	struct ctx *c;
-
-	if (cpuhog_i_in_call) {
-		*err = -EDEADLK;
-		return NULL;
-	}
-	cpuhog_i_in_call = 1;
+	pthread_mutex_unlock(&g_init_lock);
 	atomic_signal_fence(memory_order_seq_cst);
-	c = cpuhog_i_ctx_get(err);
-	if (!c)
-		call_out();
-	return c;
-}
-
-void cpuhog_i_call_leave(void)
-{
-	cpuhog_i_ctx_put();
-	call_out();
-}
-
-/*
- * The rule of every call whose promise is exclusion (nothing of ours runs
- * beside fn on its CPU): it holds only where the hogs outrank our other
- * threads, so without real-time priority such a call refuses unless the
- * caller accepted weak mode.  Checked after the call's arguments and CPUs.
- */
-int cpuhog_i_call_exclusive(const struct ctx *c)
-{
-	return c->rt_ok || (c->flags & CPUHOG_F_WEAK) ? 0 : -EPERM;
+	cpuhog_i_in_call = was;
 }
 
 static void ctx_free(struct ctx *c)
@@ -141,15 +82,37 @@ static void ctx_free(struct ctx *c)
 	CPU_FREE(c->reach_set);
 	free(c->attr_cpus);
 	CPU_FREE(c->possible);
-	free(c->stop); /* one block: stop_state_new() */
+	free(c->stop);
 	free(c);
 }
 
+/* A thread of ours, named @name, with every signal blocked from birth;
+ * affine to @one, or to every possible CPU while @one cannot be had
+ * (1: see cpuhog_i_thread_start()). */
+static int thread_start(struct ctx *c, pthread_t *t, size_t stack,
+			const cpu_set_t *one, void *(*fn)(void *), void *arg,
+			const char *name)
+{
+	pthread_attr_t pa;
+	sigset_t all;
+	int r;
+
+	sigfillset(&all);
+	pthread_attr_init(&pa);
+	pthread_attr_setstacksize(&pa, stack);
+	pthread_attr_setsigmask_np(&pa, &all);
+	r = cpuhog_i_thread_start(t, &pa, CPU_ALLOC_SIZE(c->nr_cpu_ids), one,
+				  c->possible, fn, arg);
+	pthread_attr_destroy(&pa);
+	if (r >= 0)
+		pthread_setname_np(*t, name);
+	return r;
+}
+
 /*
- * The watcher: a thread of ours that sleeps until shutdown, whose
- * affinity, set to every possible CPU, the kernel bounds by the cpuset
- * and reports within the active CPUs: where it may run is where any
- * thread of ours may go (multi.c, cpuhog_i_reach()).
+ * The watcher sleeps until shutdown; its affinity, set to every possible
+ * CPU, the kernel bounds by the cpuset and the active CPUs: where it may
+ * run is where any thread of ours may go (multi.c, cpuhog_i_reach()).
  */
 static void *watch_main(void *arg)
 {
@@ -166,21 +129,11 @@ static void *watch_main(void *arg)
 
 static int watch_start(struct ctx *c)
 {
-	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
-	pthread_attr_t pa;
-	sigset_t all;
-	int r;
+	int r = thread_start(c, &c->watcher, PTHREAD_STACK_MIN, c->possible,
+			     watch_main, c, "cpuhog-watch");
 
-	sigfillset(&all);
-	pthread_attr_init(&pa);
-	pthread_attr_setstacksize(&pa, PTHREAD_STACK_MIN);
-	pthread_attr_setsigmask_np(&pa, &all);
-	pthread_attr_setaffinity_np(&pa, sz, c->possible);
-	r = -pthread_create(&c->watcher, &pa, watch_main, c);
-	pthread_attr_destroy(&pa);
-	if (r)
+	if (r < 0)
 		return r;
-	pthread_setname_np(c->watcher, "cpuhog-watch");
 	/* acquire: pairs with watch_main()'s release */
 	while (!atomic_load_explicit(&c->watch_state, memory_order_acquire))
 		cpuhog_i_futex_wait(&c->watch_state, 0, NO_DEADLINE);
@@ -207,7 +160,7 @@ static bool hogs_stop(struct ctx *c, const struct timespec *until)
 	for (i = 0; i < c->nr_hogs; i++)
 		cpuhog_i_poll_stop(&c->hogs[i]);
 	for (i = 0; i < c->nr_hogs; i++) {
-		atomic_store(&c->hogs[i].stop, true); /* seq_cst: see cpuhog_i_wake_hog() */
+		atomic_store(&c->hogs[i].stop, true); /* seq_cst: see wake.c */
 		store_load_fence(); /* stop before cpuhog_i_wake_hog()'s look */
 		cpuhog_i_wake_hog(&c->hogs[i]);
 	}
@@ -220,10 +173,8 @@ static bool hogs_stop(struct ctx *c, const struct timespec *until)
 	return true;
 }
 
-/*
- * Every CPU the kernel may ever bring up (sysfs "possible"), in a new
- * set of @nr CPUs; all of them where the file cannot be read.
- */
+/* Every CPU the kernel may ever bring up (sysfs "possible"), in a new
+ * set of @nr CPUs; all of them where the file cannot be read. */
 static cpu_set_t *possible_set(unsigned int nr)
 {
 	size_t sz = CPU_ALLOC_SIZE(nr);
@@ -257,40 +208,30 @@ static int cpus_exist(size_t setsize, const cpu_set_t *set)
 
 static int attr_check(const struct cpuhog_attr *a)
 {
-	int max = sched_get_priority_max(SCHED_FIFO);
+	const unsigned int flags = CPUHOG_F_STRICT | CPUHOG_F_WEAK_STOP |
+				   CPUHOG_F_NO_CHECKS | CPUHOG_F_POLL;
 
 	if (!a)
 		return 0;
-	/* the first version ended where wake_fanout begins */
-	if (a->size && a->size < offsetof(struct cpuhog_attr, wake_fanout))
-		return -EINVAL;
-	if (a->flags & ~(unsigned int)(CPUHOG_F_STRICT | CPUHOG_F_WEAK_STOP |
-				       CPUHOG_F_NO_CHECKS | CPUHOG_F_POLL))
-		return -EINVAL;
-	if (a->priority < 0 || a->priority > max)
-		return -EINVAL;
-	if (a->stack_size && a->stack_size < (size_t)PTHREAD_STACK_MIN)
-		return -EINVAL;
-	if (a->cpus && !a->cpus_setsize)
-		return -EINVAL;
-	/* a spin is a busy wait: a second is already far too long */
-	if (a->spin_ns > 1000000000u && a->spin_ns != CPUHOG_NO_SPIN)
-		return -EINVAL;
-	if (a->wake_fanout == 1) /* a chain: N wakes in a row, as flat */
+	/* the first version ended where wake_fanout begins; a spin is a
+	 * busy wait, and a second is already far too long; a fan-out of 1
+	 * is a chain, N wakes in a row, as slow as flat */
+	if ((a->size && a->size < offsetof(struct cpuhog_attr, wake_fanout)) ||
+	    (a->flags & ~flags) || a->priority < 0 ||
+	    a->priority > sched_get_priority_max(SCHED_FIFO) ||
+	    (a->stack_size && a->stack_size < (size_t)PTHREAD_STACK_MIN) ||
+	    (a->cpus && !a->cpus_setsize) ||
+	    (a->spin_ns > 1000000000u && a->spin_ns != CPUHOG_NO_SPIN) ||
+	    a->wake_fanout == 1)
 		return -EINVAL;
 	return a->cpus ? cpus_exist(a->cpus_setsize, a->cpus) : 0;
 }
 
 /*
- * The default stop timeout: 200 ms, or CPUHOG_STOP_TIMEOUT_MS from the
- * environment (digits, 1 to 3,600,000; anything else is ignored).  The
- * default suits a live machine, where every CPU comes within
- * microseconds and a CPU still missing after 200 ms is held by someone
- * else.  A VM whose vCPUs share few host CPUs can leave one unrun for
- * longer while its peers run, and the library cannot tell that from a
- * held CPU without reading the kernel's accounting (the kernel's own
- * stop_machine waits for ever): its operator says so here, as for the
- * kernel's RCU stall timeout on such machines.
+ * The default stop timeout: 200 ms, or CPUHOG_STOP_TIMEOUT_MS (digits,
+ * 1 to 3,600,000; anything else is ignored).  A VM whose vCPUs share few
+ * host CPUs can leave one unrun for longer, which the library cannot
+ * tell from a CPU held by someone else: its operator says so here.
  */
 static uint64_t default_stop_timeout(void)
 {
@@ -340,37 +281,30 @@ static void ctx_settings(struct ctx *c, const struct cpuhog_attr *a)
 
 /*
  * The CPUs to hog: the attribute's set, else every possible CPU, as the
- * kernel keeps a stopper per possible CPU: a CPU that is offline or
- * outside the cpuset now gets its hog all the same, away until the CPU
- * can be had (hog_start()).  So wherever a thread of ours may run, now
- * or after a hotplug, a cpuset change or its own sched_setaffinity(),
- * there is a hog.
+ * kernel keeps a stopper per possible CPU: wherever a thread of ours may
+ * run, now or after a hotplug, a cpuset change or its own
+ * sched_setaffinity(), there is a hog (away until its CPU can be had).
  */
-static cpu_set_t *wanted_cpus(struct ctx *c, const struct cpuhog_attr *a,
-			      size_t *size)
+static cpu_set_t *wanted_cpus(struct ctx *c, const struct cpuhog_attr *a)
 {
 	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
 	cpu_set_t *set = CPU_ALLOC(c->nr_cpu_ids);
 
 	if (!set)
 		return NULL;
-	*size = sz;
 	CPU_ZERO_S(sz, set);
 	if (a && a->cpus)
 		memcpy(set, a->cpus, a->cpus_setsize < sz ? a->cpus_setsize : sz);
 	else
 		CPU_OR_S(sz, set, set, c->possible);
-	/* an explicit set that leaves out a possible CPU: see cpuhog_i_reach()
-	 */
-	c->partial = !CPU_EQUAL_S(sz, set, c->possible);
+	c->partial = !CPU_EQUAL_S(sz, set, c->possible); /* cpuhog_i_reach() */
 	return set;
 }
 
-/* Create the hog of @cpu, pinned there, or away while it cannot be. */
+/* Create the hog of @cpu, born pinned (or away while its CPU cannot be
+ * had): it never runs fn on another CPU. */
 static int hog_start(struct ctx *c, struct hog *h, unsigned int cpu)
 {
-	pthread_attr_t pa;
-	sigset_t all;
 	char name[16];
 	int r;
 
@@ -383,24 +317,53 @@ static int hog_start(struct ctx *c, struct hog *h, unsigned int cpu)
 		return -ENOMEM;
 	CPU_ZERO_S(h->pin.masksize, h->pin.mask);
 	CPU_SET_S(cpu, h->pin.masksize, h->pin.mask);
-	sigfillset(&all);
-	pthread_attr_init(&pa);
-	pthread_attr_setstacksize(&pa, c->stack_size);
-	/* Born pinned (or away, where its CPU cannot be had now) and with
-	 * every signal blocked: no window where a signal lands in a hog or
-	 * the hog runs fn on another CPU. */
-	pthread_attr_setsigmask_np(&pa, &all);
-	r = cpuhog_i_thread_start(&h->thread, &pa, h->pin.masksize, h->pin.mask,
-				  c->possible, cpuhog_i_hog_main, h);
-	pthread_attr_destroy(&pa);
-	if (r < 0)
-		return r;
-	atomic_store_explicit(&h->away, r == 1, memory_order_relaxed);
 	snprintf(name, sizeof(name), "cpuhog/%u", cpu % 100000000u);
-	pthread_setname_np(h->thread, name);
+	r = thread_start(c, &h->thread, c->stack_size, h->pin.mask,
+			 cpuhog_i_hog_main, h, name);
+	if (r < 0) {
+		free(h->pin.mask);
+		return r;
+	}
+	atomic_store_explicit(&h->away, r == 1, memory_order_relaxed);
 	return 0;
 }
 
+/* Everything a call may need, made with the context: a call (a stop
+ * included) never allocates. */
+static int ctx_alloc(struct ctx *c, const cpu_set_t *want)
+{
+	unsigned int n = CPU_COUNT_S(CPU_ALLOC_SIZE(c->nr_cpu_ids), want);
+	pthread_mutexattr_t ma;
+
+	if (!n)
+		n = 1;
+	c->by_cpu = calloc(c->nr_cpu_ids, sizeof(*c->by_cpu));
+	c->hogs = aligned_alloc(CACHELINE, sizeof(struct hog) * n);
+	c->sel.hog = calloc(n, sizeof(*c->sel.hog));
+	c->sel.flags = calloc(n, sizeof(*c->sel.flags));
+	c->by_topo = calloc(n, sizeof(*c->by_topo));
+	c->fanout = cpuhog_i_fanout_of(c->attr_fanout, n); /* at most n */
+	c->kid_store = calloc((size_t)n * c->fanout, sizeof(*c->kid_store));
+	c->mscratch = CPU_ALLOC(c->nr_cpu_ids);
+	c->mscratch2 = CPU_ALLOC(c->nr_cpu_ids);
+	c->reach_set = CPU_ALLOC(c->nr_cpu_ids);
+	c->stop = calloc(1, sizeof(*c->stop));
+	if (!c->by_cpu || !c->hogs || !c->sel.hog || !c->sel.flags ||
+	    !c->mscratch || !c->mscratch2 || !c->reach_set || !c->stop ||
+	    !c->by_topo || !c->kid_store)
+		return -ENOMEM;
+	memset(c->hogs, 0, sizeof(struct hog) * n);
+	pthread_mutexattr_init(&ma);
+	/* Callers of any priority take it: inherit, don't invert. */
+	pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
+	pthread_mutex_init(&c->multi_lock, &ma);
+	pthread_mutexattr_destroy(&ma);
+	c->stop->serialized = cpuhog_i_stop_lock_open();
+	c->stop->ctx = c;
+	return 0;
+}
+
+/* Wait until every hog is set up; rt_ok: all have real time. */
 static void hogs_await_start(struct ctx *c)
 {
 	unsigned int i;
@@ -409,8 +372,7 @@ static void hogs_await_start(struct ctx *c)
 	for (i = 0; i < c->nr_hogs; i++) {
 		struct hog *h = &c->hogs[i];
 
-		/* acquire: pairs with cpuhog_i_hog_main()'s release of started
-		 */
+		/* acquire: pairs with cpuhog_i_hog_main()'s release */
 		while (!atomic_load_explicit(&h->started, memory_order_acquire))
 			cpuhog_i_futex_wait(&h->started, 0, NO_DEADLINE);
 		if (h->sched.policy != SCHED_FIFO &&
@@ -419,46 +381,13 @@ static void hogs_await_start(struct ctx *c)
 	}
 }
 
-/* The stop's state (context.h), made with the context: a stop never
- * allocates. */
-static struct stop_state *stop_state_new(struct ctx *c)
+/* A hog for every CPU of @want, then the watcher; -ENOENT if none of the
+ * CPUs can be had now.  On failure what started is stopped again. */
+static int hogs_start(struct ctx *c, const cpu_set_t *want)
 {
-	struct stop_state *st = calloc(1, sizeof(*st));
-
-	if (!st)
-		return NULL;
-	st->serialized = cpuhog_i_stop_lock_open();
-	st->ctx = c;
-	return st;
-}
-
-static int ctx_alloc(struct ctx *c, unsigned int n)
-{
-	c->by_cpu = calloc(c->nr_cpu_ids, sizeof(*c->by_cpu));
-	c->hogs = aligned_alloc(CACHELINE, sizeof(struct hog) * (n ? n : 1));
-	c->sel.hog = calloc(n ? n : 1, sizeof(*c->sel.hog));
-	c->sel.flags = calloc(n ? n : 1, sizeof(*c->sel.flags));
-	c->by_topo = calloc(n ? n : 1, sizeof(*c->by_topo));
-	c->fanout = cpuhog_i_fanout_of(c->attr_fanout, n); /* at most n */
-	c->kid_store = calloc((size_t)(n ? n : 1) * c->fanout,
-			      sizeof(*c->kid_store));
-	c->mscratch = CPU_ALLOC(c->nr_cpu_ids);
-	c->mscratch2 = CPU_ALLOC(c->nr_cpu_ids);
-	c->reach_set = CPU_ALLOC(c->nr_cpu_ids);
-	c->stop = stop_state_new(c);
-	if (!c->by_cpu || !c->hogs || !c->sel.hog || !c->sel.flags ||
-	    !c->mscratch || !c->mscratch2 || !c->reach_set || !c->stop ||
-	    !c->by_topo || !c->kid_store)
-		return -ENOMEM;
-	memset(c->hogs, 0, sizeof(struct hog) * (n ? n : 1));
-	return 0;
-}
-
-/* A hog for every CPU of @want; -ENOENT if none of them can be had now. */
-static int hogs_start(struct ctx *c, size_t sz, const cpu_set_t *want)
-{
+	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
 	unsigned int cpu, here = 0;
-	int r;
+	int r = 0;
 
 	for (cpu = 0; cpu < c->nr_cpu_ids; cpu++) {
 		struct hog *h = &c->hogs[c->nr_hogs];
@@ -466,34 +395,30 @@ static int hogs_start(struct ctx *c, size_t sz, const cpu_set_t *want)
 		if (!CPU_ISSET_S(cpu, sz, want))
 			continue;
 		r = hog_start(c, h, cpu);
-		if (r < 0) {
-			free(h->pin.mask);
-			memset(h, 0, sizeof(*h));
-			return r;
-		}
+		if (r < 0)
+			break;
 		c->by_cpu[cpu] = h;
 		c->nr_hogs++;
 		here += !atomic_load_explicit(&h->away, memory_order_relaxed);
 	}
-	return here ? 0 : -ENOENT;
+	hogs_await_start(c);
+	if (r == 0)
+		r = here ? watch_start(c) : -ENOENT;
+	if (r < 0)
+		hogs_stop(c, NULL);
+	return r;
 }
 
 /* The wake tree's shape (wake.c): each hog's place in topology order
  * and room for its children; the fan-out at most the hogs there are. */
 static void tree_setup(struct ctx *c)
 {
-	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
 	unsigned int i;
 
 	if (c->fanout > c->nr_hogs)
 		c->fanout = c->nr_hogs;
-	for (i = 0; i < c->nr_hogs; i++) {
-		struct hog *h = &c->hogs[i];
-
-		h->tree.topo = cpuhog_i_topo_key(h->cpu, sz, c->mscratch,
-					    c->nr_cpu_ids);
-		h->tree.kids = c->kid_store + (size_t)i * c->fanout;
-	}
+	for (i = 0; i < c->nr_hogs; i++)
+		c->hogs[i].tree.kids = c->kid_store + (size_t)i * c->fanout;
 	cpuhog_i_topo_sort(c);
 }
 
@@ -502,16 +427,13 @@ static void pollers_start(struct ctx *c)
 {
 	unsigned int i;
 
-	if (!(c->flags & CPUHOG_F_POLL))
-		return;
-	for (i = 0; i < c->nr_hogs; i++)
-		if (cpuhog_i_poll_start(&c->hogs[i]) < 0)
-			break;
-	if (i < c->nr_hogs) {
-		while (i-- > 0)
-			cpuhog_i_poll_stop(&c->hogs[i]);
-		c->flags &= ~(unsigned int)CPUHOG_F_POLL;
-	}
+	for (i = 0; (c->flags & CPUHOG_F_POLL) && i < c->nr_hogs; i++)
+		if (cpuhog_i_poll_start(&c->hogs[i]) < 0) {
+			while (i-- > 0)
+				cpuhog_i_poll_stop(&c->hogs[i]);
+			c->flags &= ~(unsigned int)CPUHOG_F_POLL;
+			return;
+		}
 }
 
 /* Keep what @c was made with (the flags in force, the environment's
@@ -519,73 +441,53 @@ static void pollers_start(struct ctx *c)
 static int attr_keep(struct ctx *c, const struct cpuhog_attr *a)
 {
 	cpuhog_attr_init(&c->attr);
+	if (a) /* every field ctx_settings() read, reserved_ left 0 */
+		memcpy(&c->attr, a, offsetof(struct cpuhog_attr, reserved_));
+	c->attr.size = sizeof(c->attr);
 	c->attr.flags = c->flags;
-	if (!a)
+	if (!a || !a->cpus)
 		return 0;
-	c->attr.priority = a->priority;
-	c->attr.stack_size = a->stack_size;
-	c->attr.overrun_ns = a->overrun_ns;
-	c->attr.stop_timeout_ns = a->stop_timeout_ns;
-	c->attr.spin_ns = a->spin_ns;
-	c->attr.poll_ns = a->poll_ns;
-	c->attr.wake_fanout = a->wake_fanout;
-	if (!a->cpus)
-		return 0;
-	c->attr_cpus = malloc(a->cpus_setsize ? a->cpus_setsize : 1);
+	/* attr_check(): cpus_setsize is not 0 */
+	c->attr_cpus = malloc(a->cpus_setsize);
 	if (!c->attr_cpus)
 		return -ENOMEM;
 	memcpy(c->attr_cpus, a->cpus, a->cpus_setsize);
 	c->attr.cpus = c->attr_cpus;
-	c->attr.cpus_setsize = a->cpus_setsize;
 	return 0;
 }
 
 static int ctx_create(const struct cpuhog_attr *a, struct ctx **out)
 {
 	struct ctx *c = calloc(1, sizeof(*c));
-	pthread_mutexattr_t ma;
-	cpu_set_t *want;
-	size_t sz;
-	int r;
+	cpu_set_t *want = NULL;
+	int r = -ENOMEM;
 
 	if (!c)
 		return -ENOMEM;
 	c->nr_cpu_ids = cpuhog_i_possible_cpus();
 	ctx_settings(c, a);
 	c->possible = possible_set(c->nr_cpu_ids);
-	want = c->possible ? wanted_cpus(c, a, &sz) : NULL;
-	r = want ? ctx_alloc(c, (unsigned int)CPU_COUNT_S(sz, want)) : -ENOMEM;
+	if (c->possible)
+		want = wanted_cpus(c, a);
+	if (want)
+		r = ctx_alloc(c, want);
 	if (r == 0)
 		r = attr_keep(c, a);
-	if (r == 0) {
-		pthread_mutexattr_init(&ma);
-		/* Callers of any priority take it: inherit, don't invert. */
-		pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_INHERIT);
-		pthread_mutex_init(&c->multi_lock, &ma);
-		pthread_mutexattr_destroy(&ma);
-		r = hogs_start(c, sz, want);
-		hogs_await_start(c);
-		if (r == 0)
-			r = watch_start(c);
-		if (r < 0)
-			hogs_stop(c, NULL);
-		else
-			tree_setup(c), pollers_start(c);
-	}
+	if (r == 0)
+		r = hogs_start(c, want);
 	CPU_FREE(want);
 	if (r < 0) {
 		ctx_free(c);
 		return r;
 	}
+	tree_setup(c);
+	pollers_start(c);
 	*out = c;
 	return 0;
 }
 
-/*
- * After fork() the child has none of the hog threads: forget the
- * context (its memory is freed at the next init, when malloc is surely
- * usable) and reset the locks that a parent's thread may have held.
- */
+/* In a forked child: forget the context (freed at the next init) and
+ * reset the locks that a parent's thread may have held. */
 static void atfork_child(void)
 {
 	struct ctx *c = cpuhog_i_ctx_forget();
@@ -613,16 +515,6 @@ static void orphans_free(void)
 	}
 }
 
-/* ---- the API ----------------------------------------------------------- */
-
-void cpuhog_attr_init(struct cpuhog_attr *attr)
-{
-	if (!attr)
-		return;
-	memset(attr, 0, sizeof(*attr));
-	attr->size = sizeof(*attr);
-}
-
 /*
  * Initialise with @attr; @inherit: an implicit init (a call's), which in
  * a forked child takes the parent's attributes from the context the fork
@@ -648,12 +540,10 @@ static int init_as(const struct cpuhog_attr *attr, bool inherit)
 		unlock_init(was);
 		return -EALREADY;
 	}
-	/* the latest orphan is the context of the parent at the fork.
-	 * Its attributes are taken out before the orphans are freed, and
-	 * they are freed first: a child of a threaded process may find
-	 * malloc's locks taken at the fork, and memory freed here is what
-	 * the new context gets without them (ASan's allocator, for one,
-	 * deadlocks where the new context comes first) */
+	/* The latest orphan is the parent's context at the fork.  The
+	 * orphans are freed before the new context is made: malloc's locks
+	 * may be taken in a forked child, and freed memory is what the new
+	 * context gets without them (ASan's allocator deadlocks otherwise). */
 	if (inherit && !attr && g_orphans) {
 		kept = g_orphans->attr;
 		kept_cpus = g_orphans->attr_cpus;
@@ -672,48 +562,83 @@ static int init_as(const struct cpuhog_attr *attr, bool inherit)
 	return r;
 }
 
+struct ctx *cpuhog_i_ctx_get(int *err)
+{
+	for (;;) {
+		struct ctx *c = cpuhog_i_ctx_ref();
+		int r;
+
+		if (c)
+			return c;
+		if (atomic_load(&g_shutting) || cpuhog_i_self) {
+			*err = -ESHUTDOWN;
+			return NULL;
+		}
+		r = init_as(NULL, true);
+		if (r < 0 && r != -EALREADY) {
+			*err = r;
+			return NULL;
+		}
+	}
+}
+
+static void call_out(void)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	cpuhog_i_in_call = 0;
+}
+
+/*
+ * The entry of every call that may block or take a lock.  A thread
+ * already inside one is a signal handler's: it would wait for what its
+ * own thread holds and hang, so -EDEADLK.  The signal fences keep the
+ * flag's stores in place against a handler of this thread.
+ */
+struct ctx *cpuhog_i_call_enter(int *err)
+{
+	struct ctx *c;
+
+	if (cpuhog_i_in_call) {
+		*err = -EDEADLK;
+		return NULL;
+	}
+	cpuhog_i_in_call = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	c = cpuhog_i_ctx_get(err);
+	if (!c)
+		call_out();
+	return c;
+}
+
+void cpuhog_i_call_leave(void)
+{
+	cpuhog_i_ctx_put();
+	call_out();
+}
+
+/* A call whose promise is exclusion holds it only where the hogs outrank
+ * our other threads: without real time it refuses, unless weak mode.
+ * Checked after the call's arguments and CPUs. */
+int cpuhog_i_call_exclusive(const struct ctx *c)
+{
+	return c->rt_ok || (c->flags & CPUHOG_F_WEAK) ? 0 : -EPERM;
+}
+
+void cpuhog_attr_init(struct cpuhog_attr *attr)
+{
+	if (!attr)
+		return;
+	memset(attr, 0, sizeof(*attr));
+	attr->size = sizeof(*attr);
+}
+
 int cpuhog_init(const struct cpuhog_attr *attr)
 {
 	return init_as(attr, false);
 }
 
-/* Around what holds g_init_lock: a handler of this thread must not wait
- * for it (cpuhog_i_in_call 2).  Returns what cpuhog_i_in_call was, or -1:
- * it was 2. */
-static int lock_init(void)
-{
-	int was = cpuhog_i_in_call;
-
-	if (was == 2)
-		return -1;
-	cpuhog_i_in_call = 2;
-	atomic_signal_fence(memory_order_seq_cst);
-	pthread_mutex_lock(&g_init_lock);
-	return was;
-}
-
-static void unlock_init(int was)
-{
-	pthread_mutex_unlock(&g_init_lock);
-	atomic_signal_fence(memory_order_seq_cst);
-	cpuhog_i_in_call = was;
-}
-
-/*
- * dlclose() or exit(): the hogs must not outlive the code they run.  With
- * no call in progress the library shuts down, its hogs joined for at most
- * unload_until()'s time (a hog queued behind another process's real-time
- * thread is left to the process's end, its context not freed).  With one
- * in progress (exit() from another thread), only the pollers are
- * stopped, so that the process does not wait for a SCHED_IDLE poller's
- * turn on a busy CPU to be gone (poll.c); the call holds the context,
- * and the process's end takes the hogs.  It takes microseconds where the
- * hogs can run, and a poller's rounds nap, so it gets its CPU even from
- * a real-time thread of ours there.
- */
 /* How long unload() waits for the hogs to go: 250 ms, or the stop
- * timeout where that is longer (at most 10 s): a guest whose vCPUs the
- * host runs late sets it so, and a hog not gone by then is held by
+ * timeout where longer (at most 10 s): a hog not gone by then is held by
  * someone else, as a stop would judge. */
 static struct timespec unload_until(const struct ctx *c)
 {
@@ -724,15 +649,21 @@ static struct timespec unload_until(const struct ctx *c)
 		ns = c->stop_timeout_ns < 10000000000u ? c->stop_timeout_ns
 						     : 10000000000u;
 	clock_gettime(CLOCK_REALTIME, &t);
-	t.tv_sec += (time_t)(ns / 1000000000u);
-	t.tv_nsec += (long)(ns % 1000000000u);
-	if (t.tv_nsec >= 1000000000) {
-		t.tv_sec++;
-		t.tv_nsec -= 1000000000;
-	}
+	ns += (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+	t.tv_sec = (time_t)(ns / 1000000000u);
+	t.tv_nsec = (long)(ns % 1000000000u);
 	return t;
 }
 
+/*
+ * dlclose() or exit(): the hogs must not outlive the code they run.  With
+ * no call in progress, shut down, the hogs joined for a bounded time (one
+ * held by someone else is left to the process's end, its context not
+ * freed).  With one in progress (exit() from another thread) the call
+ * holds the context: stop only the pollers, so that the process's end
+ * does not wait for a SCHED_IDLE poller's turn on a busy CPU (poll.c);
+ * their rounds nap, so they go even beside a real-time thread of ours.
+ */
 __attribute__((destructor)) static void unload(void)
 {
 	struct timespec until;
@@ -749,8 +680,7 @@ __attribute__((destructor)) static void unload(void)
 	unlock_init(was);
 	if (c)
 		return;
-	c = cpuhog_i_ctx_ref(); /* a call in progress: a shutdown now waits for
-				   us */
+	c = cpuhog_i_ctx_ref(); /* a call in progress: shutdown waits for us */
 	if (c) {
 		until = unload_until(c);
 		cpuhog_i_poll_exit_all(c->hogs, c->nr_hogs, &until);
@@ -778,19 +708,13 @@ void cpuhog_shutdown(void)
 	unlock_init(was);
 }
 
-static uint64_t sum(struct ctx *c, size_t off)
+static uint64_t relaxed(_Atomic uint64_t *p)
 {
-	uint64_t s = 0;
-	unsigned int i;
-
-	for (i = 0; i < c->nr_hogs; i++)
-		s += atomic_load_explicit(
-			(_Atomic uint64_t *)((char *)&c->hogs[i] + off),
-			memory_order_relaxed);
-	return s;
+	return atomic_load_explicit(p, memory_order_relaxed);
 }
 
-static void info_sched(struct ctx *c, struct cpuhog_info *info)
+/* What the hogs say: their CPUs, the weakest scheduling, the counters. */
+static void info_hogs(struct ctx *c, struct cpuhog_info *info)
 {
 	unsigned int i;
 
@@ -814,6 +738,12 @@ static void info_sched(struct ctx *c, struct cpuhog_info *info)
 			info->priority = h->sched.priority;
 		if (!rt && h->sched.nice > info->nice)
 			info->nice = h->sched.nice;
+		info->queued += relaxed(&h->q.queued);
+		info->run += relaxed(&h->count.run);
+		info->refused += relaxed(&h->count.refused);
+		info->slept += relaxed(&h->count.slept);
+		info->overran += relaxed(&h->count.overran);
+		info->migrated += relaxed(&h->count.migrated);
 	}
 }
 
@@ -832,44 +762,27 @@ int cpuhog_get_info(struct cpuhog_info *info)
 	info->nr_hogs = c->nr_hogs;
 	info->flags = c->flags;
 	info->stack_size = c->stack_size;
-	info_sched(c, info);
-	info->queued = sum(c, offsetof(struct hog, q.queued));
-	info->run = sum(c, offsetof(struct hog, count.run));
-	info->refused = sum(c, offsetof(struct hog, count.refused));
-	info->slept = sum(c, offsetof(struct hog, count.slept));
-	info->overran = sum(c, offsetof(struct hog, count.overran));
-	info->migrated = sum(c, offsetof(struct hog, count.migrated));
-	info->stops = atomic_load_explicit(&c->stops, memory_order_relaxed);
-	info->stop_timeouts =
-		atomic_load_explicit(&c->stop_timeouts, memory_order_relaxed);
-	info->holds_released =
-		atomic_load_explicit(&c->holds_released, memory_order_relaxed);
+	info_hogs(c, info);
+	info->stops = relaxed(&c->stops);
+	info->stop_timeouts = relaxed(&c->stop_timeouts);
+	info->holds_released = relaxed(&c->holds_released);
 	cpuhog_i_poll_counts(c, &info->poll_claims, &info->poll_fallbacks);
-	info->poll_sync_acks =
-		atomic_load_explicit(&c->poll_sync_acks, memory_order_relaxed);
-	info->transit_naps =
-		atomic_load_explicit(&c->transit_naps, memory_order_relaxed);
-	info->late_waits =
-		atomic_load_explicit(&c->late_waits, memory_order_relaxed);
-	info->stop_misses =
-		atomic_load_explicit(&c->stop_misses, memory_order_relaxed);
-	info->stop_lock_waits =
-		atomic_load_explicit(&c->stop_lock_waits, memory_order_relaxed);
-	info->stop_serialized =
-		atomic_load_explicit(&c->stop->serialized, memory_order_relaxed);
-	info->sync_passes =
-		atomic_load_explicit(&c->sync_seq, memory_order_relaxed) / 2;
+	info->poll_sync_acks = relaxed(&c->poll_sync_acks);
+	info->transit_naps = relaxed(&c->transit_naps);
+	info->late_waits = relaxed(&c->late_waits);
+	info->stop_misses = relaxed(&c->stop_misses);
+	info->stop_lock_waits = relaxed(&c->stop_lock_waits);
+	info->stop_serialized = atomic_load_explicit(&c->stop->serialized,
+						     memory_order_relaxed);
+	info->sync_passes = relaxed(&c->sync_seq) / 2;
 	cpuhog_i_ctx_put();
 	return 0;
 }
 
-/*
- * Fill @set (@setsize bytes) with the CPUs of the hogs for which @which
- * holds (NULL: all); returns how many, or -EINVAL / cpuhog_i_ctx_get()'s error.
- * cpuhog_get_cpus() and cpuhog_get_polling() are this.
- */
+/* Fill @set with the CPUs of the hogs for which @which holds (NULL:
+ * all); returns how many, or -EINVAL or cpuhog_i_ctx_get()'s error. */
 static int hog_cpu_set(size_t setsize, cpu_set_t *set,
-		bool (*which)(const struct hog *h))
+		       bool (*which)(const struct hog *h))
 {
 	struct ctx *c;
 	unsigned int i;

@@ -2,15 +2,12 @@
 /*
  * Naming a callback in a report, the way addr2line would: "sym (file+off)".
  *
- * dladdr() finds the object that holds an address, and a symbol only if
- * the object exports it: a program built without -rdynamic exports none
- * of its functions, and a static function is never exported, so a report
- * would name only the file and offset ("(prog+0x2ccc)").  The object's
- * own symbol table (.symtab, which only strip removes; else .dynsym) is
- * in its file: read it from there, mapped read-only for the lookup and
- * unmapped after.  Only a first report comes here (report.c), never a
- * call's path, and nothing is allocated: the hog that reports may be
- * running with the malloc lock of a thread it preempted held.
+ * dladdr() names a symbol only if its object exports it, which a static
+ * function or a program built without -rdynamic does not; so the
+ * object's own symbol table (.symtab, else .dynsym) is read from its
+ * file, mapped read-only for the lookup.  Only a first report comes here
+ * (report.c), never a call's path, and nothing is allocated: the hog
+ * that reports may have preempted a thread holding the malloc lock.
  */
 #include "internal.h"
 
@@ -36,17 +33,20 @@ static const void *at(const struct image *im, uint64_t off, uint64_t len)
 	return off <= im->size && len <= im->size - off ? im->p + off : NULL;
 }
 
-/*
- * The function of section @sh (a symbol table) that holds @value; its
- * name into @name.  A symbol of size 0 matches only its first byte.
- */
+/* Section header @i, NULL where it lies outside the file. */
+static const ElfW(Shdr) * section(const struct image *im,
+				  const ElfW(Ehdr) * eh, uint64_t i)
+{
+	return at(im, eh->e_shoff + i * eh->e_shentsize, sizeof(ElfW(Shdr)));
+}
+
+/* The function of symbol table @sh that holds @value, its name into
+ * @name.  A symbol of size 0 matches only its first byte. */
 static bool in_table(const struct image *im, const ElfW(Ehdr) * eh,
 		     const ElfW(Shdr) * sh, uint64_t value, char *name,
-		     size_t size, uint64_t *start)
+		     size_t size)
 {
-	const ElfW(Shdr) *strs = at(im, eh->e_shoff + (uint64_t)sh->sh_link *
-						      eh->e_shentsize,
-				    sizeof(*strs));
+	const ElfW(Shdr) *strs = section(im, eh, sh->sh_link);
 	const ElfW(Sym) *syms = at(im, sh->sh_offset, sh->sh_size);
 	size_t i, n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
 
@@ -66,7 +66,6 @@ static bool in_table(const struct image *im, const ElfW(Ehdr) * eh,
 			continue;
 		snprintf(name, size, "%.*s", (int)(strs->sh_size - s->st_name),
 			 str);
-		*start = s->st_value;
 		return true;
 	}
 	return false;
@@ -80,7 +79,7 @@ static bool in_image(const struct image *im, uint64_t addr, uint64_t off,
 {
 	const ElfW(Ehdr) *eh = at(im, 0, sizeof(*eh));
 	uint32_t want[2] = { SHT_SYMTAB, SHT_DYNSYM };
-	uint64_t value, start;
+	uint64_t value;
 	unsigned int k, i;
 
 	if (!eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
@@ -89,12 +88,10 @@ static bool in_image(const struct image *im, uint64_t addr, uint64_t off,
 	value = eh->e_type == ET_EXEC ? addr : off;
 	for (k = 0; k < 2; k++)
 		for (i = 0; i < eh->e_shnum; i++) {
-			const ElfW(Shdr) *sh =
-				at(im, eh->e_shoff + (uint64_t)i * eh->e_shentsize,
-				   sizeof(*sh));
+			const ElfW(Shdr) *sh = section(im, eh, i);
 
 			if (sh && sh->sh_type == want[k] &&
-			    in_table(im, eh, sh, value, name, size, &start))
+			    in_table(im, eh, sh, value, name, size))
 				return true;
 		}
 	return false;
@@ -104,25 +101,22 @@ static bool in_image(const struct image *im, uint64_t addr, uint64_t off,
 static bool from_file(const char *file, uint64_t addr, uint64_t off,
 		      char *name, size_t size)
 {
-	struct image im = { NULL, 0 };
+	struct image im = { MAP_FAILED, 0 };
 	struct stat st;
-	void *map;
-	bool found = false;
+	bool found;
 	int fd = open(file, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return false;
 	if (fstat(fd, &st) == 0 && st.st_size > 0) {
-		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE,
-			   fd, 0);
-		if (map != MAP_FAILED) {
-			im.p = map;
-			im.size = (size_t)st.st_size;
-			found = in_image(&im, addr, off, name, size);
-			munmap(map, im.size);
-		}
+		im.size = (size_t)st.st_size;
+		im.p = mmap(NULL, im.size, PROT_READ, MAP_PRIVATE, fd, 0);
 	}
-	close(fd);
+	close(fd); /* the mapping stays */
+	if (im.p == MAP_FAILED)
+		return false;
+	found = in_image(&im, addr, off, name, size);
+	munmap((void *)im.p, im.size);
 	return found;
 }
 
@@ -130,10 +124,9 @@ void cpuhog_i_symbol_describe(const void *addr, char *buf, size_t size)
 {
 	char sym[128] = "";
 	const char *file, *path;
-	Dl_info di;
+	Dl_info di = { 0 };
 	uint64_t off;
 
-	memset(&di, 0, sizeof(di));
 	if (!dladdr(addr, &di) || !di.dli_fname) {
 		snprintf(buf, size, "%p", addr);
 		return;
@@ -141,15 +134,13 @@ void cpuhog_i_symbol_describe(const void *addr, char *buf, size_t size)
 	off = (uint64_t)((const char *)addr - (const char *)di.dli_fbase);
 	/* glibc names the main program by argv[0], relative to a working
 	 * directory that may have changed: its file is /proc/self/exe */
-	path = !di.dli_fname[0] ||
-			       !strcmp(di.dli_fname, program_invocation_name)
-		       ? "/proc/self/exe"
-		       : di.dli_fname;
+	path = di.dli_fname;
+	if (!path[0] || !strcmp(path, program_invocation_name))
+		path = "/proc/self/exe";
 	if (di.dli_sname)
 		snprintf(sym, sizeof(sym), "%s", di.dli_sname);
-	else if (!from_file(path, (uint64_t)(uintptr_t)addr, off, sym,
-			    sizeof(sym)))
-		sym[0] = '\0';
+	else /* sym stays "" where the file names nothing */
+		from_file(path, (uintptr_t)addr, off, sym, sizeof(sym));
 	file = strrchr(di.dli_fname, '/');
 	file = file ? file + 1 : di.dli_fname;
 	snprintf(buf, size, "%s%s(%s+%#llx)", sym, sym[0] ? " " : "",

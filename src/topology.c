@@ -6,12 +6,10 @@
  * cuts that list into contiguous parts, so most of its hops, those near
  * the leaves, stay inside one cache domain.
  *
- * Each CPU's key is (package, last-level cache, CPU): the package from
- * topology/physical_package_id, the cache named by the lowest CPU that
- * shares it (cache/indexN/shared_cpu_list, N the highest level listed).
- * Where sysfs says nothing (a VM that shows no caches), the key falls back
- * to the package and then the CPU number.
- * Nothing here runs on a call's path.
+ * Each CPU's key is (package, last-level cache, CPU): the cache named by
+ * the lowest CPU that shares it (the highest cache/indexN listed).  Where
+ * sysfs says nothing (a VM that shows no caches), the key falls back to
+ * the package and then the CPU number.  Nothing here runs on a call's path.
  */
 #include "internal.h"
 
@@ -20,6 +18,7 @@
 
 #define TOPO_BITS 21 /* per field: CPU numbers below two million */
 #define TOPO_MAX ((1ull << TOPO_BITS) - 1)
+#define CPU_DIR "/sys/devices/system/cpu/cpu%u/"
 
 /* A small number from sysfs; -1 when missing or not a number. */
 static long sysfs_long(const char *path)
@@ -36,33 +35,30 @@ static long sysfs_long(const char *path)
 }
 
 /* The lowest CPU sharing @cpu's last-level cache; -1 if none is listed. */
-static long llc_of(unsigned int cpu, size_t setsize, cpu_set_t *scratch,
-		   unsigned int nr_cpu_ids)
+static long llc_of(struct ctx *c, unsigned int cpu)
 {
+	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
 	char path[96];
 	long best = -1, level, top = -1;
-	unsigned int i, c;
+	unsigned int i, k;
 
 	for (i = 0; i < 16; i++) {
-		snprintf(path, sizeof(path),
-			 "/sys/devices/system/cpu/cpu%u/cache/index%u/level",
-			 cpu, i);
+		snprintf(path, sizeof(path), CPU_DIR "cache/index%u/level", cpu,
+			 i);
 		level = sysfs_long(path);
 		if (level < 0)
 			break;
 		if (level < top)
 			continue;
 		snprintf(path, sizeof(path),
-			 "/sys/devices/system/cpu/cpu%u/cache/index%u/"
-			 "shared_cpu_list",
-			 cpu, i);
-		if (cpuhog_i_read_cpulist(path, setsize, scratch) <= 0)
+			 CPU_DIR "cache/index%u/shared_cpu_list", cpu, i);
+		if (cpuhog_i_read_cpulist(path, sz, c->mscratch) <= 0)
 			continue;
-		for (c = 0; c < nr_cpu_ids; c++)
-			if (CPU_ISSET_S(c, setsize, scratch))
+		for (k = 0; k < c->nr_cpu_ids; k++)
+			if (CPU_ISSET_S(k, sz, c->mscratch))
 				break;
 		top = level;
-		best = c;
+		best = k;
 	}
 	return best;
 }
@@ -72,19 +68,14 @@ static uint64_t field(long v)
 	return v < 0 ? TOPO_MAX : (uint64_t)v & TOPO_MAX;
 }
 
-uint64_t cpuhog_i_topo_key(unsigned int cpu, size_t setsize, cpu_set_t *scratch,
-			   unsigned int nr_cpu_ids)
+static uint64_t topo_key(struct ctx *c, unsigned int cpu)
 {
 	char path[96];
-	long pkg;
 
-	snprintf(path, sizeof(path),
-		 "/sys/devices/system/cpu/cpu%u/topology/physical_package_id",
+	snprintf(path, sizeof(path), CPU_DIR "topology/physical_package_id",
 		 cpu);
-	pkg = sysfs_long(path);
-	return field(pkg) << (2 * TOPO_BITS) |
-	       field(llc_of(cpu, setsize, scratch, nr_cpu_ids)) << TOPO_BITS |
-	       field(cpu);
+	return field(sysfs_long(path)) << (2 * TOPO_BITS) |
+	       field(llc_of(c, cpu)) << TOPO_BITS | field(cpu);
 }
 
 static int by_key(const void *a, const void *b)
@@ -95,13 +86,15 @@ static int by_key(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* c->by_topo: the hogs in topology order (every hog's topo is set). */
+/* Each hog's key, and c->by_topo: the hogs in topology order. */
 void cpuhog_i_topo_sort(struct ctx *c)
 {
 	unsigned int i;
 
-	for (i = 0; i < c->nr_hogs; i++)
+	for (i = 0; i < c->nr_hogs; i++) {
+		c->hogs[i].tree.topo = topo_key(c, c->hogs[i].cpu);
 		c->by_topo[i] = &c->hogs[i];
+	}
 	qsort(c->by_topo, c->nr_hogs, sizeof(*c->by_topo), by_key);
 	for (i = 0; i < c->nr_hogs; i++)
 		c->by_topo[i]->tree.pos = i;
