@@ -70,8 +70,7 @@ static void park(struct poller *p, uint32_t how, uint64_t deadline)
 	atomic_store_explicit(&p->beat, 0, memory_order_relaxed);
 	/* EPERM without the privilege: stays */
 	sched_setscheduler(0, SCHED_OTHER, &(struct sched_param){ 0 });
-	/* seq_cst look at stop: poll_tell_stop() stores it before it moves
-	 * the word, so one sleep */
+	/* seq_cst: poll_tell_stop() stores stop before it moves the word */
 	do
 		cpuhog_i_wait_turn(&w);
 	while (w.slept == 1 && w.seen == how && !atomic_load(&p->stop));
@@ -106,8 +105,7 @@ static void ack(struct poller *p, uint32_t gen)
 	atomic_store_explicit(&p->ack, gen, memory_order_release);
 }
 
-/* Our CPU's idle time in /proc/stat's units, -1 if unknown: the CPU
- * lines come first, so one read of the file's start. */
+/* Our CPU's idle time in /proc/stat's units, -1 if unknown. */
 static long long cpu_idle(struct poller *p)
 {
 	char want[24], *line;
@@ -154,8 +152,7 @@ static void aside(struct poller *p)
 	resume(p);
 }
 
-/* Whether our hog ran a batch since we last looked (then @t is the last
- * work); asked before a poll_ns park too, as a batch's pause is short. */
+/* Whether our hog ran a batch since we last looked: then @t was work. */
 static bool worked(struct poller *p, uint64_t t)
 {
 	uint32_t b = atomic_load_explicit(&p->batches, memory_order_relaxed);
@@ -167,8 +164,7 @@ static bool worked(struct poller *p, uint64_t t)
 	return true;
 }
 
-/* Whether others (our hog included) took over LOST_MAX_NS of the window:
- * then step aside until the CPU is idle again. */
+/* Others (our hog included) took over LOST_MAX_NS of the window: aside. */
 static bool stepped_aside(struct poller *p, uint64_t t)
 {
 	if (t - p->window > WINDOW_NS) {
@@ -255,8 +251,7 @@ bool cpuhog_i_poll_offer(struct hog *h)
 	struct poller *p = h->poll;
 	uint64_t end;
 
-	/* on the poller's CPU it cannot run while we spin; a local wake is
-	 * cheap there anyway */
+	/* the poller cannot run on our CPU while we spin: wake locally */
 	if (!p || !atomic_load_explicit(&p->on, memory_order_relaxed) ||
 	    sched_getcpu() == (int)h->cpu)
 		return false;
@@ -306,8 +301,7 @@ void cpuhog_i_poll_sync(struct ctx *c, struct sel *s)
 
 	if (!(c->flags & CPUHOG_F_POLL))
 		return;
-	/* seq_cst: the caller's accesses before (with its fence) are seen
-	 * by a poller that reads gen */
+	/* seq_cst: a poller that reads gen sees the caller's accesses before */
 	gen = atomic_fetch_add(&c->sync_gen, 1) + 1;
 	for (i = 0; i < n; i++)
 		asked += s->hog[i]->poll && fresh(s->hog[i]->poll, LIVE_NS);
@@ -342,7 +336,7 @@ static struct poller *poller_new(struct hog *h)
 		return NULL;
 	memset(p, 0, sizeof(*p));
 	p->hog = h;
-	/* the CPU lines of /proc/stat: 'cpuN' and ten numbers each */
+	/* /proc/stat's CPU lines, which come first: 'cpuN' and ten numbers */
 	p->bufsize = 256 + 160 * (size_t)h->ctx->nr_cpu_ids;
 	p->buf = malloc(p->bufsize);
 	p->mask = CPU_ALLOC(h->ctx->nr_cpu_ids);
@@ -358,7 +352,6 @@ static struct poller *poller_new(struct hog *h)
 
 int cpuhog_i_poll_start(struct hog *h)
 {
-	struct sched_param sp = { 0 };
 	struct poller *p = poller_new(h);
 	pthread_attr_t pa;
 	sigset_t all;
@@ -374,7 +367,7 @@ int cpuhog_i_poll_start(struct hog *h)
 	/* born SCHED_OTHER, not the creator's real time (resume()) */
 	pthread_attr_setinheritsched(&pa, PTHREAD_EXPLICIT_SCHED);
 	pthread_attr_setschedpolicy(&pa, SCHED_OTHER);
-	pthread_attr_setschedparam(&pa, &sp);
+	pthread_attr_setschedparam(&pa, &(struct sched_param){ 0 });
 	/* away with its hog, where the CPU cannot be had now (poll_round()) */
 	r = cpuhog_i_thread_start(&p->thread, &pa, h->pin.masksize, p->mask,
 				  h->ctx->possible, poller_main, p);
@@ -446,7 +439,7 @@ void cpuhog_i_poll_exit_all(struct hog *hogs, unsigned int n,
 	} while (gone < n && !past(until) && nanosleep(&nap, NULL) == 0);
 	for (i = 0; i < n; i++)
 		if (running(&hogs[i]) && atomic_load(&hogs[i].poll->left) &&
-		    pthread_timedjoin_np(hogs[i].poll->thread, NULL, until) == 0)
+		    !pthread_timedjoin_np(hogs[i].poll->thread, NULL, until))
 			atomic_store(&hogs[i].poll->on, false);
 }
 

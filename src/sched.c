@@ -49,7 +49,7 @@ static void full_barrier(void)
 		atomic_store_explicit(&reg, r, memory_order_relaxed);
 	}
 	if (r > 0 &&
-	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+	    !syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
 		return;
 	syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
 }
@@ -209,8 +209,7 @@ static __attribute__((noinline)) int synchronize(struct stop_outcome *o)
 		c = cpuhog_i_call_enter(&r);
 	if (!c) {
 		r = o ? cpuhog_i_stop_report_end(NULL, o, r) : r;
-		PROBE1(hog_synchronize_return, r);
-		return r;
+		goto out;
 	}
 	/* our accesses before the call, before the snapshot's load */
 	atomic_thread_fence(memory_order_seq_cst);
@@ -228,6 +227,7 @@ static __attribute__((noinline)) int synchronize(struct stop_outcome *o)
 		cpuhog_i_stop_report_end(c, o, r);
 	cpuhog_i_multi_unlock(c);
 	cpuhog_i_call_leave();
+out:
 	PROBE1(hog_synchronize_return, r);
 	return r;
 }

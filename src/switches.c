@@ -46,7 +46,7 @@ static struct rseq *own_area(void)
 	/* glibc 2.35 registers the original 20 bytes: rseq_cs is at 8 */
 	if (__rseq_size < offsetof(struct rseq, rseq_cs) + 8)
 		return NULL;
-	rs = (struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);
+	rs = (void *)((char *)__builtin_thread_pointer() + __rseq_offset);
 	/* -1, -2: never registered, or the kernel refused */
 	return (int32_t)rs->cpu_id >= 0 ? rs : NULL;
 }
