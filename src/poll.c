@@ -1,55 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Poll mode (CPUHOG_F_POLL): a poller per hogged CPU, polling at SCHED_IDLE.
- *
- * Why.  Waking a sleeping hog from another CPU costs an IPI and, on an
- * idle CPU, its exit from idle, which no design whose threads sleep can
- * beat.  Runtimes that spin (OpenMP, DPDK) get near the cache-line floor
- * and pay with a core nobody else may use; here the spinning is done at
- * the lowest priority there is, by a separate thread that never holds
- * real-time priority, so no state of it can leave a FIFO-99 thread
- * spinning with no work.  The poller sees work arrive for its sleeping
- * hog and wakes it with a futex on its own CPU (no IPI, no idle exit);
- * callbacks still run in the hog, with every promise of sleep mode.
- *
- * The hook: cpuhog_i_wake_hog() asks cpuhog_i_poll_offer(), which leaves the
- * wake to a poller whose beat (a time stamp written each round) is fresh, for
- * CLAIM_NS at most.  Whoever takes the hog's `sleeping` from 1 to 0 with
- * an exchange owns the one futex wake, poller or producer (hog.c).
- *
- * Not stealing the CPU.  SCHED_IDLE's weight (3 against 1024) holds only
- * within one group: under autogroup or a cpu cgroup the poller competes
- * at a full group's weight.  So it steps aside by itself: when others
- * (our hog included: a CPU kept busy by calls is a busy CPU) took more
- * than LOST_MAX_NS of a WINDOW_NS window, it parks, and polls again only
- * once /proc/stat shows its CPU IDLE_ENOUGH percent idle over ASIDE_NS.
- * A new poller starts stepped aside, so a short-lived process never
- * competes.  It calls sched_yield() every YIELD_NS, because EEVDF may
- * pick a poller with no lag over a runnable thread of ours, which would
- * then wait a tick.
- *
- * Exit.  A process is gone only once each of its threads has run, and a
- * SCHED_IDLE thread beside a busy CPU may wait a long time for its turn;
- * so a poller is SCHED_IDLE only while it polls (SCHED_OTHER parked), and
- * exit() raises every poller to real time until it has left its loop
- * (cpuhog_i_poll_exit_all(), from a destructor).  Raised to SCHED_OTHER only, a
- * poller would keep the vruntime it ran up at weight 3 on kernels that
- * do not renormalize it (6.1's CFS).  A process killed by a signal's
- * default action runs no code of ours: its pollers still wait their turn.
- *
- * hog_synchronize().  A poller running on its CPU now means no other
- * thread of ours runs there: each was switched out, and a context switch
- * is a full barrier (the scheduler's smp_mb__after_spinlock()).  So the
- * caller bumps a generation (seq_cst), and a poller that reads it, is
- * still on its CPU, and issues a seq_cst fence before publishing its ack
- * (release) proves for that CPU what a hog's run would: membarrier(2)'s
- * expedited argument, with the poller's presence in place of its IPI.  A
- * CPU whose poller does not answer in CLAIM_NS gets its hog.
- *
- * With cpuhog_attr.poll_ns the poller parks after that long without
- * work, and the hog unparks it after its next batch.  A poller whose CPU
- * went away parks and re-pins itself when the CPU is back.  Nothing here
- * allocates on a call's path.
+ * Poll mode (CPUHOG_F_POLL): a poller per hogged CPU spins at SCHED_IDLE
+ * and wakes its sleeping hog with a futex on its own CPU, so a producer's
+ * wake costs no IPI and no idle exit.  Callbacks still run in the hog,
+ * and a poller never holds real time, so none can leave a FIFO-99 thread
+ * spinning.  Whoever exchanges the hog's `sleeping` from 1 to 0 owns the
+ * one futex wake, poller or producer (hog.c).  SCHED_IDLE's weight holds
+ * only within a group (autogroup, cgroups), so a poller steps aside from
+ * a busy CPU by itself, and starts so.  A process is gone only once each
+ * thread ran: a poller is SCHED_IDLE only while it polls, and exit
+ * raises it until it left its loop.  hog_synchronize(): a poller running
+ * on its CPU means every other thread there was switched out (a full
+ * barrier), so its ack of the generation proves what a hog's run would.
  */
 #include "internal.h"
 
@@ -64,36 +26,30 @@
 #include <unistd.h>
 
 #define CLAIM_NS 5000u        /* a producer leaves a running poller this */
-#define LIVE_NS 5000          /* a beat older than this: not running now
-				 (a preempted one would cost CLAIM_NS) */
+#define LIVE_NS 5000          /* a beat older than this: not running now */
 #define PAUSE_NS 20000u       /* shorter pauses: interrupts, VM exits */
 #define WINDOW_NS 10000000ull /* the poller keeps count of its lost time */
 #define LOST_MAX_NS 1000000ull /* others took more of a window: step aside */
 #define ASIDE_NS 100000000ull  /* stepped aside, look at the CPU this often */
 #define IDLE_ENOUGH 90         /* % idle over that time: poll again */
 #define AWAY_RETRY_NS 100000000ull /* off its CPU: look again this often */
-#define YIELD_NS 50000u       /* a poller yields this often (design note) */
+/* EEVDF may pick a poller with no lag over a runnable thread of ours */
+#define YIELD_NS 50000u
 
 /* How a poller is parked: its hog's next batch ends only an idle park. */
 enum { POLLING, PARKED_IDLE, PARKED_TIMED };
 
-/* A hog's poller (struct hog.poll): this file's alone. */
 struct poller {
-	/* Written by the poller, read by producers: when it last looked
-	 * (0: parked), the last barrier it acknowledged, the wakes it took;
-	 * the futex it parks on (how it is parked, POLLING: not). */
+	/* the poller's, read by producers; beat 0: parked */
 	alignas(CACHELINE) _Atomic uint64_t beat;
 	_Atomic uint32_t ack;
-	_Atomic uint32_t parked;
+	_Atomic uint32_t parked; /* its futex: how it is parked */
 	_Atomic uint64_t claims, fallbacks;
 	_Atomic bool stop;
 	_Atomic bool left; /* out of its loop: changes its policy no more */
 	_Atomic bool on;   /* running: producers may leave it the wake */
-	/* Written by the hog: its batch count (cpuhog_i_poll_unpark()). */
-	alignas(CACHELINE) _Atomic uint32_t batches;
-	/* The poller's own: its rounds' counts (stepped_aside()), the last
-	 * batch count it saw, its /proc/stat and buffer, its scratch mask
-	 * for cpuhog_i_pin_to(); cpuhog_i_poll_forget() frees them. */
+	alignas(CACHELINE) _Atomic uint32_t batches; /* the hog's */
+	/* the poller's own; cpuhog_i_poll_forget() frees them */
 	uint64_t prev, last_work, window, lost, yielded;
 	uint32_t seen;
 	int stat_fd;
@@ -104,29 +60,17 @@ struct poller {
 	pthread_t thread;
 };
 
-/* The calling thread's policy: SCHED_IDLE to poll (resume()), SCHED_OTHER
- * parked. */
-static void set_policy(int policy)
-{
-	struct sched_param sp = { 0 };
-
-	sched_setscheduler(0, policy, &sp);
-}
-
-/*
- * Park until unparked, stopped, or @deadline; producers see it at once.
- * Parked, a poller is SCHED_OTHER where the process may leave SCHED_IDLE
- * (CAP_SYS_NICE, or RLIMIT_NICE 20): a thread must run to die.
- */
+/* Park until unparked, stopped, or @deadline: SCHED_OTHER meanwhile where
+ * the process may leave SCHED_IDLE, as a thread must run to die. */
 static void park(struct poller *p, uint32_t how, uint64_t deadline)
 {
 	struct wait w = WAIT(&p->parked, how, 0, deadline);
 
 	/* relaxed: a hint for producers, who then wake the hog themselves */
 	atomic_store_explicit(&p->beat, 0, memory_order_relaxed);
-	set_policy(SCHED_OTHER); /* EPERM without the privilege: stays */
-	/* parked (the first turn), then the seq_cst look at stop, which
-	 * poll_tell_stop() stores before it moves the word: one sleep */
+	/* EPERM without the privilege: stays */
+	sched_setscheduler(0, SCHED_OTHER, &(struct sched_param){ 0 });
+	/* seq_cst: poll_tell_stop() stores stop before it moves the word */
 	do
 		cpuhog_i_wait_turn(&w);
 	while (w.slept == 1 && w.seen == how && !atomic_load(&p->stop));
@@ -147,14 +91,12 @@ static void claim(struct poller *p)
 	}
 }
 
-/* Acknowledge hog_synchronize()'s generation @gen (design note). */
 static void ack(struct poller *p, uint32_t gen)
 {
 	/* orders what ran on this CPU before us (switched out, a full
 	 * barrier each) before the ack the caller acquires */
 #ifdef __SANITIZE_THREAD__
-	/* GCC's TSan refuses fences: a seq_cst RMW is one on every target
-	 * TSan runs on (a locked instruction on x86) */
+	/* GCC's TSan refuses fences: a seq_cst RMW is one where TSan runs */
 	static _Atomic uint32_t fence_word;
 	atomic_fetch_add(&fence_word, 0);
 #else
@@ -163,9 +105,8 @@ static void ack(struct poller *p, uint32_t gen)
 	atomic_store_explicit(&p->ack, gen, memory_order_release);
 }
 
-/* The idle time of @cpu so far, in /proc/stat's units; -1 if unknown.
- * The CPU lines come first: one read of the start of the file. */
-static long long cpu_idle(struct poller *p, unsigned int cpu)
+/* Our CPU's idle time in /proc/stat's units, -1 if unknown. */
+static long long cpu_idle(struct poller *p)
 {
 	char want[24], *line;
 	long long idle;
@@ -176,45 +117,42 @@ static long long cpu_idle(struct poller *p, unsigned int cpu)
 	    (got = pread(p->stat_fd, p->buf, p->bufsize - 1, 0)) <= 0)
 		return -1;
 	p->buf[got] = 0;
-	len = (size_t)snprintf(want, sizeof(want), "\ncpu%u ", cpu);
+	len = (size_t)snprintf(want, sizeof(want), "\ncpu%u ", p->hog->cpu);
 	line = strstr(p->buf, want);
 	if (line && sscanf(line + len, "%*s %*s %*s %lld", &idle) == 1)
 		return idle;
 	return -1;
 }
 
-/* Parked aside: until the CPU was idle enough for a whole look. */
+/* Back to polling after a park; poll_ns counts from here too. */
+static void resume(struct poller *p)
+{
+	sched_setscheduler(0, SCHED_IDLE, &(struct sched_param){ 0 });
+	p->prev = p->window = p->yielded = p->last_work = cpuhog_i_now_ns();
+	p->lost = 0;
+}
+
+/* Parked aside until the CPU was idle enough for a whole look. */
 static void aside(struct poller *p)
 {
-	unsigned int cpu = p->hog->cpu;
-	long long before = cpu_idle(p, cpu), after;
+	long long before = cpu_idle(p), after;
 	long hz = sysconf(_SC_CLK_TCK);
 
 	for (;;) {
 		park(p, PARKED_TIMED, cpuhog_i_deadline_in(ASIDE_NS));
 		if (atomic_load_explicit(&p->stop, memory_order_relaxed))
-			return;
-		after = cpu_idle(p, cpu);
+			break;
+		after = cpu_idle(p);
 		if (before < 0 || after < 0 ||
 		    (after - before) * 100 * 1000000000ll >=
 			    IDLE_ENOUGH * (long long)ASIDE_NS * hz)
-			return;
+			break;
 		before = after;
 	}
+	resume(p);
 }
 
-/* Back to polling after a park: SCHED_IDLE, and the counts start over. */
-static void resume(struct poller *p)
-{
-	set_policy(SCHED_IDLE);
-	/* poll_ns counts from here too: work may come now */
-	p->prev = p->window = p->yielded = p->last_work = cpuhog_i_now_ns();
-	p->lost = 0;
-}
-
-/* Whether our hog ran a batch since we last looked: then @t is the last
- * work (poll_ns).  Asked before every poll_ns park too: a batch pauses
- * us for less than PAUSE_NS. */
+/* Whether our hog ran a batch since we last looked: then @t was work. */
 static bool worked(struct poller *p, uint64_t t)
 {
 	uint32_t b = atomic_load_explicit(&p->batches, memory_order_relaxed);
@@ -226,14 +164,10 @@ static bool worked(struct poller *p, uint64_t t)
 	return true;
 }
 
-/*
- * Whether this CPU is busy: others (our hog included) took more than
- * LOST_MAX_NS of the window.  Then step aside until it is idle again
- * (design note).
- */
+/* Others (our hog included) took over LOST_MAX_NS of the window: aside. */
 static bool stepped_aside(struct poller *p, uint64_t t)
 {
-	if (t - p->window > WINDOW_NS) { /* a new window */
+	if (t - p->window > WINDOW_NS) {
 		p->window = t;
 		p->lost = 0;
 	}
@@ -242,21 +176,11 @@ static bool stepped_aside(struct poller *p, uint64_t t)
 	p->prev = t;
 	if (p->lost > LOST_MAX_NS) {
 		aside(p);
-		resume(p);
 		return true;
 	}
 	return false;
 }
 
-/* Off our CPU (offline, cpuset): park, then try to go back. */
-static void away(struct poller *p)
-{
-	park(p, PARKED_TIMED, cpuhog_i_deadline_in(AWAY_RETRY_NS));
-	cpuhog_i_pin_to(p->hog->pin.masksize, p->mask, p->hog->cpu);
-	resume(p);
-}
-
-/* One round of the poller's loop. */
 static void poll_round(struct poller *p, struct ctx *c, uint32_t *acked)
 {
 	uint64_t t = cpuhog_i_now_ns();
@@ -268,7 +192,10 @@ static void poll_round(struct poller *p, struct ctx *c, uint32_t *acked)
 	/* acquire: the caller's accesses before its bump */
 	gen = atomic_load_explicit(&c->sync_gen, memory_order_acquire);
 	if (sched_getcpu() != (int)p->hog->cpu) { /* after the load */
-		away(p);
+		/* offline, or out of the cpuset: try to go back later */
+		park(p, PARKED_TIMED, cpuhog_i_deadline_in(AWAY_RETRY_NS));
+		cpuhog_i_pin_to(p->hog->pin.masksize, p->mask, p->hog->cpu);
+		resume(p);
 		return;
 	}
 	atomic_store_explicit(&p->beat, t, memory_order_relaxed);
@@ -281,8 +208,7 @@ static void poll_round(struct poller *p, struct ctx *c, uint32_t *acked)
 		return;
 	}
 	if (t - p->yielded > YIELD_NS) {
-		/* a runnable thread of ours goes first; the time it takes
-		 * counts as lost in the next round */
+		/* the time a thread of ours takes counts as lost next round */
 		sched_yield();
 		p->yielded = t;
 	}
@@ -296,42 +222,40 @@ static void *poller_main(void *arg)
 	struct ctx *c = p->hog->ctx;
 	uint32_t acked = atomic_load(&c->sync_gen);
 
-	/* start as if stepped aside: poll only once the CPU was idle for a
-	 * whole look (a new poller would otherwise compete for it first) */
+	/* start stepped aside: a new poller must not compete for its CPU */
 	aside(p);
-	resume(p);
 	while (!atomic_load_explicit(&p->stop, memory_order_relaxed))
-		poll_round(p, c, &acked); /* cheap: loads, two vDSO calls */
+		poll_round(p, c, &acked);
 	/* seq_cst: raised_and_left()'s raises after this leave us raised */
 	atomic_store(&p->left, true);
 	return NULL;
 }
 
-/* Whether @p is running on its CPU now. */
-static bool poller_live(struct poller *p)
+/* Whether @p's beat is younger than @max_ns (0: parked). */
+static bool fresh(struct poller *p, int64_t max_ns)
 {
 	uint64_t beat = atomic_load_explicit(&p->beat, memory_order_relaxed);
 
-	return beat && (int64_t)(cpuhog_i_now_ns() - beat) < LIVE_NS;
+	return beat && (int64_t)(cpuhog_i_now_ns() - beat) < max_ns;
 }
 
-/*
- * The hook of the wake path (cpuhog_i_wake_hog(), the work pushed): while the
- * poller runs, give it the wake for CLAIM_NS.  Returns true when the hog
- * is awake (the poller, or the hog itself, took it).
- */
+static bool running(const struct hog *h)
+{
+	return h->poll && atomic_load(&h->poll->on);
+}
+
+/* The wake path's hook: while the poller runs, leave it the wake for
+ * CLAIM_NS.  True when the hog is awake (the poller or the hog took it). */
 bool cpuhog_i_poll_offer(struct hog *h)
 {
 	struct poller *p = h->poll;
 	uint64_t end;
 
-	if (!p || !atomic_load_explicit(&p->on, memory_order_relaxed))
+	/* the poller cannot run on our CPU while we spin: wake locally */
+	if (!p || !atomic_load_explicit(&p->on, memory_order_relaxed) ||
+	    sched_getcpu() == (int)h->cpu)
 		return false;
-	/* on the poller's own CPU it cannot run while we spin; a local
-	 * wake-up is cheap there anyway */
-	if (sched_getcpu() == (int)h->cpu)
-		return false;
-	if (!poller_live(p))
+	if (!fresh(p, LIVE_NS))
 		goto fallback;
 	end = cpuhog_i_now_ns() + CLAIM_NS;
 	while (atomic_load(&h->q.sleeping)) {
@@ -345,23 +269,21 @@ fallback:
 	return false;
 }
 
-/* The hog's side, after each batch: count it, and a poller parked for
- * want of work (poll_ns) polls again.  One that stepped aside or is away
- * stays parked: a busy CPU must not see it back at each call. */
+/* The hog, after each batch: count it, and unpark a poller parked for
+ * want of work; one aside or away stays, or a busy CPU sees it back. */
 void cpuhog_i_poll_unpark(struct hog *h)
 {
 	struct poller *p = h->poll;
 	uint32_t idle = PARKED_IDLE;
 
 	if (!p || !atomic_load_explicit(&p->on, memory_order_relaxed))
-		return; /* sleep mode: nothing to count */
+		return;
 	atomic_fetch_add_explicit(&p->batches, 1, memory_order_relaxed);
 	if (atomic_load(&p->parked) == PARKED_IDLE &&
 	    atomic_compare_exchange_strong(&p->parked, &idle, POLLING))
 		cpuhog_i_futex_wake(&p->parked, 1);
 }
 
-/* Whether @h's poller acknowledged generation @gen. */
 static bool acked(struct hog *h, uint32_t gen)
 {
 	/* acquire: pairs with ack()'s release */
@@ -369,11 +291,8 @@ static bool acked(struct hog *h, uint32_t gen)
 	       atomic_load_explicit(&h->poll->ack, memory_order_acquire) == gen;
 }
 
-/*
- * hog_synchronize()'s fast path, under the multi-CPU lock: the pollers
- * of the hogs of @s that run now acknowledge a new generation.  Leaves
- * in @s those that did not (their hogs must run).
- */
+/* hog_synchronize()'s fast path, under the multi-CPU lock: leaves in @s
+ * the hogs whose poller did not acknowledge a new generation. */
 void cpuhog_i_poll_sync(struct ctx *c, struct sel *s)
 {
 	uint32_t gen;
@@ -382,11 +301,10 @@ void cpuhog_i_poll_sync(struct ctx *c, struct sel *s)
 
 	if (!(c->flags & CPUHOG_F_POLL))
 		return;
-	/* seq_cst: the caller's accesses before, ordered with the fence
-	 * the caller issued; a poller that reads gen sees them */
+	/* seq_cst: a poller that reads gen sees the caller's accesses before */
 	gen = atomic_fetch_add(&c->sync_gen, 1) + 1;
 	for (i = 0; i < n; i++)
-		asked += s->hog[i]->poll && poller_live(s->hog[i]->poll);
+		asked += s->hog[i]->poll && fresh(s->hog[i]->poll, LIVE_NS);
 	end = cpuhog_i_now_ns() + (asked ? CLAIM_NS : 0);
 	do {
 		for (i = left = 0; i < n; i++)
@@ -401,8 +319,6 @@ void cpuhog_i_poll_sync(struct ctx *c, struct sel *s)
 	s->n = n;
 }
 
-/* @p's memory and descriptors (its thread gone, or never in this
- * process: a forked child's inherited context). */
 static void poller_free(struct poller *p)
 {
 	if (p->stat_fd >= 0)
@@ -420,7 +336,7 @@ static struct poller *poller_new(struct hog *h)
 		return NULL;
 	memset(p, 0, sizeof(*p));
 	p->hog = h;
-	/* the CPU lines of /proc/stat: 'cpuN' and ten numbers each */
+	/* /proc/stat's CPU lines, which come first: 'cpuN' and ten numbers */
 	p->bufsize = 256 + 160 * (size_t)h->ctx->nr_cpu_ids;
 	p->buf = malloc(p->bufsize);
 	p->mask = CPU_ALLOC(h->ctx->nr_cpu_ids);
@@ -436,7 +352,6 @@ static struct poller *poller_new(struct hog *h)
 
 int cpuhog_i_poll_start(struct hog *h)
 {
-	struct sched_param sp = { 0 };
 	struct poller *p = poller_new(h);
 	pthread_attr_t pa;
 	sigset_t all;
@@ -449,12 +364,11 @@ int cpuhog_i_poll_start(struct hog *h)
 	pthread_attr_init(&pa);
 	pthread_attr_setstacksize(&pa, PTHREAD_STACK_MIN + 16384);
 	pthread_attr_setsigmask_np(&pa, &all);
-	/* born SCHED_OTHER, not the creator's real time; it parks first and
-	 * turns SCHED_IDLE itself when it starts polling (resume()) */
+	/* born SCHED_OTHER, not the creator's real time (resume()) */
 	pthread_attr_setinheritsched(&pa, PTHREAD_EXPLICIT_SCHED);
 	pthread_attr_setschedpolicy(&pa, SCHED_OTHER);
-	pthread_attr_setschedparam(&pa, &sp);
-	/* away with its hog, where the CPU cannot be had now (away()) */
+	pthread_attr_setschedparam(&pa, &(struct sched_param){ 0 });
+	/* away with its hog, where the CPU cannot be had now (poll_round()) */
 	r = cpuhog_i_thread_start(&p->thread, &pa, h->pin.masksize, p->mask,
 				  h->ctx->possible, poller_main, p);
 	pthread_attr_destroy(&pa);
@@ -469,7 +383,6 @@ int cpuhog_i_poll_start(struct hog *h)
 	return 0;
 }
 
-/* Tell the poller to leave, and wake it if parked. */
 static void poll_tell_stop(struct poller *p)
 {
 	atomic_store(&p->stop, true);
@@ -477,27 +390,21 @@ static void poll_tell_stop(struct poller *p)
 		cpuhog_i_futex_wake(&p->parked, 1);
 }
 
-/* A poller must run to stop (design note: Exit): the lowest real-time
- * priority where the process may, else SCHED_OTHER. */
-static void raise_poller(struct poller *p)
-{
-	if (pthread_setschedparam(p->thread, SCHED_FIFO,
-				  &(struct sched_param){ 1 }) != 0)
-		pthread_setschedparam(p->thread, SCHED_OTHER,
-				      &(struct sched_param){ 0 });
-}
-
 /*
- * Raise the poller until it has left its loop.  A poller between its
- * look at stop and its own set_policy() (park(), resume()) lowers itself
- * again after a raise, so a poller counts as gone only where `left` was
- * read before a raise: that raise came after its last set_policy().
+ * Raise @p so that it runs to stop: FIFO 1 where the process may (raised
+ * to SCHED_OTHER, it keeps the vruntime run up at weight 3 on 6.1's CFS),
+ * else SCHED_OTHER.  A poller between its look at stop and its own
+ * sched_setscheduler() lowers itself again, so it is gone only where `left` was
+ * read before a raise: that raise came after its last.
  */
 static bool raised_and_left(struct poller *p)
 {
 	bool left = atomic_load(&p->left); /* seq_cst, before the raise */
 
-	raise_poller(p);
+	if (pthread_setschedparam(p->thread, SCHED_FIFO,
+				  &(struct sched_param){ 1 }) != 0)
+		pthread_setschedparam(p->thread, SCHED_OTHER,
+				      &(struct sched_param){ 0 });
 	return left;
 }
 
@@ -510,19 +417,11 @@ static bool past(const struct timespec *until)
 	       (now.tv_sec == until->tv_sec && now.tv_nsec >= until->tv_nsec);
 }
 
-static bool running(struct hog *h)
-{
-	return h->poll && atomic_load(&h->poll->on);
-}
-
 /*
- * The process exits: every poller of @hogs is told to leave, then all are
- * raised together, round after round (one after another against one
- * deadline, the later ones would get a single raise), until each has
- * left its loop or @until (CLOCK_REALTIME); those that left are joined.
- * A poller that cannot run by then (exit() from a stop's callback, whose
- * hogs spin on every CPU) the exit kills.  Calls made after this (other
- * destructors) wake their hogs themselves.
+ * The process exits: tell every poller to leave, then raise all of them
+ * round after round (one at a time, the later ones would get one raise)
+ * until each left or @until (CLOCK_REALTIME); join those that left.  One
+ * that cannot run by then (exit() from a stop's callback) the exit kills.
  */
 void cpuhog_i_poll_exit_all(struct hog *hogs, unsigned int n,
 			    const struct timespec *until)
@@ -540,19 +439,18 @@ void cpuhog_i_poll_exit_all(struct hog *hogs, unsigned int n,
 	} while (gone < n && !past(until) && nanosleep(&nap, NULL) == 0);
 	for (i = 0; i < n; i++)
 		if (running(&hogs[i]) && atomic_load(&hogs[i].poll->left) &&
-		    pthread_timedjoin_np(hogs[i].poll->thread, NULL, until) == 0)
+		    !pthread_timedjoin_np(hogs[i].poll->thread, NULL, until))
 			atomic_store(&hogs[i].poll->on, false);
 }
 
-/* Stop @h's poller and join it.  Its memory stays until ctx_free()
- * (cpuhog_i_poll_forget()): the hog, still running, may read it after a batch.
- */
+/* Stop @h's poller and join it; its memory stays until
+ * cpuhog_i_poll_forget(), as the hog may still read it after a batch. */
 void cpuhog_i_poll_stop(struct hog *h)
 {
 	struct timespec nap = { 0, 50000 };
 	struct poller *p = h->poll;
 
-	if (!p || !atomic_load(&p->on))
+	if (!running(h))
 		return;
 	poll_tell_stop(p);
 	while (!raised_and_left(p))
@@ -561,8 +459,7 @@ void cpuhog_i_poll_stop(struct hog *h)
 	atomic_store(&p->on, false);
 }
 
-/* The poller's memory, its thread stopped or never in this process (a
- * forked child's inherited context). */
+/* Its thread stopped, or never in this process (a forked child's). */
 void cpuhog_i_poll_forget(struct hog *h)
 {
 	if (h->poll)
@@ -570,32 +467,27 @@ void cpuhog_i_poll_forget(struct hog *h)
 	h->poll = NULL;
 }
 
-/* Polling now: not parked, and a beat within a tick (running, or about
- * to run again). */
+/* Polling now: not parked, and a beat within a tick. */
 bool cpuhog_i_poll_polling(const struct hog *h)
 {
-	struct poller *p = h->poll;
-	uint64_t beat;
-
-	if (!p || !atomic_load(&p->on))
-		return false;
-	beat = atomic_load_explicit(&p->beat, memory_order_relaxed);
-	return beat && (int64_t)(cpuhog_i_now_ns() - beat) < 10000000 &&
-	       atomic_load(&p->parked) == POLLING;
+	return running(h) && fresh(h->poll, 10000000) &&
+	       atomic_load(&h->poll->parked) == POLLING;
 }
 
-/* The wakes the pollers took, and those they left to the producers. */
 void cpuhog_i_poll_counts(const struct ctx *c, uint64_t *claims,
 			  uint64_t *fallbacks)
 {
 	unsigned int i;
 
 	*claims = *fallbacks = 0;
-	for (i = 0; i < c->nr_hogs; i++)
-		if (c->hogs[i].poll) {
-			*claims += atomic_load_explicit(&c->hogs[i].poll->claims,
-							memory_order_relaxed);
-			*fallbacks += atomic_load_explicit(
-				&c->hogs[i].poll->fallbacks, memory_order_relaxed);
-		}
+	for (i = 0; i < c->nr_hogs; i++) {
+		struct poller *p = c->hogs[i].poll;
+
+		if (!p)
+			continue;
+		*claims += atomic_load_explicit(&p->claims,
+						memory_order_relaxed);
+		*fallbacks += atomic_load_explicit(&p->fallbacks,
+						   memory_order_relaxed);
+	}
 }

@@ -4,10 +4,9 @@
  * barrier (every CPU forced through the scheduler), and hog_migrate(),
  * the migration thread replaced by a single-CPU hog.
  *
- * Kernel entries of hog_synchronize() on 2 CPUs (tests/test_entries.c):
- * the caller's wake of the other CPU's hog, and that hog's futex wait;
- * in poll mode none, when every poller acknowledges.  On N CPUs the
- * caller makes one wake and one sleep (wake.c; and a rescue past 1 ms).
+ * A synchronize pass on 2 CPUs enters the kernel twice (the other hog's
+ * wake and its futex wait), in poll mode not at all when every poller
+ * acknowledges (tests/test_entries.c).  Concurrent callers share passes.
  */
 #include "internal.h"
 #include "outcome.h"
@@ -22,31 +21,22 @@
 #include <unistd.h>
 
 /*
- * hog_synchronize()'s work.  A hog off its CPU runs it elsewhere: its CPU
- * went offline, or left the cpuset.  An offline CPU runs no thread of
- * ours; but a cpuset change re-pins the tasks one by one (each migrated
- * by the kernel's stopper, which forces the switch we want), and if the
- * hog was moved before thread T, T may still run on that CPU, never
- * switched out since the call began.  Note it: the caller then asks the
- * kernel for the barrier instead (full_barrier()).
+ * hog_synchronize()'s work.  A hog off its CPU (cpuset change) may have
+ * been moved before a thread still on that CPU: note it, and the caller
+ * asks the kernel for the barrier instead (full_barrier()).
  */
 static int nothing(void *arg)
 {
 	_Atomic bool *away = arg;
 
-	/* relaxed: the work's completion, which the caller acquires,
-	 * publishes it */
+	/* relaxed: the work's completion, which the caller acquires */
 	if (cpuhog_i_self->off_cpu)
 		atomic_store_explicit(away, true, memory_order_relaxed);
 	return 0;
 }
 
-/*
- * membarrier(2): every thread of ours running now executes a full
- * barrier, which is all a switch gave us.  PRIVATE_EXPEDITED interrupts
- * only the CPUs running our threads (registered once, as liburcu does);
- * GLOBAL (synchronize_rcu(): milliseconds) where that is refused.
- */
+/* membarrier(2): a full barrier in each thread of ours running now, all
+ * a switch gave us; GLOBAL (milliseconds) where EXPEDITED is refused. */
 static void full_barrier(void)
 {
 	static _Atomic int reg; /* 0: not yet asked; 1 registered; -1 no */
@@ -59,19 +49,16 @@ static void full_barrier(void)
 		atomic_store_explicit(&reg, r, memory_order_relaxed);
 	}
 	if (r > 0 &&
-	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+	    !syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
 		return;
 	syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
 }
 
 /*
- * Concurrent callers share passes, as the kernel's expedited grace
- * periods do (rcu_seq): c->sync_seq is odd while a pass runs and moves
- * only under multi_lock.  A caller notes the value the counter must reach
- * for a whole pass to have begun after its call began (seq_snap()); once
- * it holds the lock, a pass another caller made meanwhile may have
- * served it already.  So k callers that come together cost at most two
- * passes: the one that may be under way as they come, and one more.
+ * Passes are shared as the kernel's expedited grace periods are
+ * (rcu_seq): c->sync_seq, odd while a pass runs, moves under multi_lock;
+ * a caller is served once it reaches seq_snap(), the end of a whole pass
+ * begun after the call, so callers that come together cost two passes.
  */
 static uint64_t seq_snap(struct ctx *c)
 {
@@ -79,14 +66,12 @@ static uint64_t seq_snap(struct ctx *c)
 	 * after this load orders its hogs after our accesses before it */
 	uint64_t s = atomic_load(&c->sync_seq);
 
-	return (s + 3) & ~(uint64_t)1; /* idle: the next end; busy: the one after */
+	/* idle: the next end; busy: the one after */
+	return (s + 3) & ~(uint64_t)1;
 }
 
-/*
- * cpuhog_i_multi_wait()'s poll for a pass: it gives up, as a stop does, once no
- * hog has answered for stop_timeout_ns (a CPU held by someone else),
- * not while many answer slowly (an overcommitted VM).
- */
+/* cpuhog_i_multi_wait()'s poll: give up once no hog answered for
+ * stop_timeout_ns, not while many answer slowly (an overcommitted VM). */
 static int sync_poll(struct ctx *c, bool timed_out, uint64_t *deadline)
 {
 	uint32_t left = (uint32_t)atomic_load_explicit(&c->group.word,
@@ -100,10 +85,8 @@ static int sync_poll(struct ctx *c, bool timed_out, uint64_t *deadline)
 	return timed_out ? -ETIMEDOUT : 0;
 }
 
-/* The hogs a pass wakes, the call's selection: every hogged CPU's but
- * our own CPU's (@me).  A hog whose CPU cannot be had is not woken
- * (nothing() would run elsewhere): *@away, the kernel does the barrier
- * for such a CPU, left or leaving the cpuset. */
+/* The hogs a pass wakes: every hogged CPU's but ours (@me).  One whose
+ * CPU cannot be had is not woken: *@away, the kernel does its barrier. */
 static struct sel *sync_select(struct ctx *c, int me, bool *away)
 {
 	struct sel *s = cpuhog_i_multi_sel(c);
@@ -114,17 +97,16 @@ static struct sel *sync_select(struct ctx *c, int me, bool *away)
 
 		if ((int)h->cpu == me)
 			continue;
-		if (!cpuhog_i_hog_usable(c, h)) {
+		if (cpuhog_i_hog_usable(c, h))
+			cpuhog_i_sel_add(s, h, 0);
+		else
 			*away = true;
-			continue;
-		}
-		cpuhog_i_sel_add(s, h, 0);
 	}
 	return s;
 }
 
-/* cpuhog_i_poll_sync(); with a report (@o), the CPUs whose poller answered into
- * c->mscratch, and when (*@acked_at). */
+/* cpuhog_i_poll_sync(); with a report (@o), the CPUs whose poller
+ * answered into c->mscratch, and when (*@acked_at). */
 static void sync_polled(struct ctx *c, struct sel *s, struct stop_outcome *o,
 			uint64_t *acked_at)
 {
@@ -144,12 +126,8 @@ static void sync_polled(struct ctx *c, struct sel *s, struct stop_outcome *o,
 	*acked_at = cpuhog_i_now_ns();
 }
 
-/*
- * A pass's report: our own CPU (@me), which passed when the pass began
- * (@t0); the CPUs whose poller answered; then the hogs of @s woken (if
- * @pushed).  Ours and the pollers' pass with the call, as the hogs that
- * came do: CPUHOG_RC_RAN only where the pass succeeded (@r 0).
- */
+/* A pass's report: our CPU (@me) passed at @t0, the pollers' at
+ * @acked_at, then the hogs of @s; CPUHOG_RC_RAN only where @r is 0. */
 static void sync_report(struct ctx *c, struct stop_outcome *o, int me,
 			uint64_t t0, uint64_t acked_at, const struct sel *s,
 			bool pushed, int r)
@@ -171,10 +149,8 @@ static void sync_report(struct ctx *c, struct stop_outcome *o, int me,
 	cpuhog_i_call_report_hogs(s, pushed, o);
 }
 
-/* One pass: every hogged CPU but ours through the scheduler, or its
- * poller's acknowledgement; reported into @o where it is not NULL.
- * Under multi_lock.  Returns 0, or -ETIMEDOUT where a CPU did not pass
- * within the stop's timeout. */
+/* One pass, under multi_lock: every hogged CPU but ours through the
+ * scheduler, or its poller's ack; 0, or -ETIMEDOUT.  Reported into @o. */
 static int sync_pass(struct ctx *c, struct stop_outcome *o)
 {
 	uint64_t seq = atomic_load_explicit(&c->sync_seq, memory_order_relaxed);
@@ -183,23 +159,17 @@ static int sync_pass(struct ctx *c, struct stop_outcome *o)
 	struct sel *s;
 	bool away = false;
 	int64_t gen;
-	int me, r = 0;
+	int me, r;
 
-	/* seq_cst read-modify-write, a full barrier on every target (and
-	 * GCC's TSan refuses fences): the pass's start before its hogs
-	 * run, for the callers whose seq_snap() read the counter before */
+	/* seq_cst RMW, a full barrier (TSan refuses fences): the pass's
+	 * start before its hogs run, for callers whose seq_snap() was before.
+	 * Our own CPU needs no hog: what ran there was switched out. */
 	atomic_fetch_add(&c->sync_seq, 1);
-	/*
-	 * Our own CPU needs no hog: we run there, so whatever ran there
-	 * before has been switched out, and the read-modify-write above
-	 * orders us.
-	 */
 	me = sched_getcpu();
 	s = sync_select(c, me, &away);
-	sync_polled(c, s, o, &acked_at); /* poll mode: pollers answer */
+	sync_polled(c, s, o, &acked_at);
 	gen = s->n ? cpuhog_i_multi_reserve(c, s, deadline) : -1;
-	if (gen == -ETIMEDOUT)
-		r = -ETIMEDOUT;
+	r = gen == -ETIMEDOUT ? -ETIMEDOUT : 0;
 	if (gen >= 0) {
 		if (o)
 			cpuhog_i_call_report_arm(s);
@@ -224,12 +194,8 @@ static int sync_pass(struct ctx *c, struct stop_outcome *o)
 	return r;
 }
 
-/*
- * hog_synchronize(), reported into @o where it is not NULL: a report is
- * of a pass of the call's own, never one another caller made.  The
- * probes in line, and never inlined itself: GCC's TSan warns about a
- * fence inlined into another function (-Wtsan).
- */
+/* hog_synchronize(); a report (@o) is of a pass of the call's own.
+ * noinline: GCC's TSan warns about a fence inlined elsewhere (-Wtsan). */
 static __attribute__((noinline)) int synchronize(struct stop_outcome *o)
 {
 	struct ctx *c = NULL;
@@ -243,25 +209,25 @@ static __attribute__((noinline)) int synchronize(struct stop_outcome *o)
 		c = cpuhog_i_call_enter(&r);
 	if (!c) {
 		r = o ? cpuhog_i_stop_report_end(NULL, o, r) : r;
-		PROBE1(hog_synchronize_return, r);
-		return r;
+		goto out;
 	}
 	/* our accesses before the call, before the snapshot's load */
 	atomic_thread_fence(memory_order_seq_cst);
 	want = seq_snap(c);
 	cpuhog_i_multi_lock(c, false);
-	/* acquire: pairs with sync_pass()'s release of the pass's end */
-	/* a pass that timed out served nobody: make one of our own */
-	r = atomic_load_explicit(&c->sync_seq, memory_order_acquire) < want ||
-			    c->sync_failed || o
-		    ? sync_pass(c, o)
-		    : 0;
+	/* acquire: pairs with sync_pass()'s release of the pass's end; a
+	 * pass that timed out served nobody */
+	r = 0;
+	if (atomic_load_explicit(&c->sync_seq, memory_order_acquire) < want ||
+	    c->sync_failed || o)
+		r = sync_pass(c, o);
 	/* acquire side of the barrier: pairs with each hog's release */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (o) /* where a CPU never came, who ran there, from /proc */
 		cpuhog_i_stop_report_end(c, o, r);
 	cpuhog_i_multi_unlock(c);
 	cpuhog_i_call_leave();
+out:
 	PROBE1(hog_synchronize_return, r);
 	return r;
 }
@@ -295,14 +261,13 @@ static int last_cpu(pid_t tid)
 	}
 	if (!f)
 		return -1;
+	/* the fields after the command name, which may hold spaces */
 	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')'))) {
-		/* fields after the command name, which may hold spaces */
-		for (field = 3, p = strtok_r(p + 1, " ", &save); p;
-		     p = strtok_r(NULL, " ", &save), field++)
-			if (field == 39) {
-				cpu = atoi(p);
-				break;
-			}
+		p = strtok_r(p + 1, " ", &save);
+		for (field = 3; p && field < 39; field++)
+			p = strtok_r(NULL, " ", &save);
+		if (p)
+			cpu = atoi(p);
 	}
 	fclose(f);
 	return cpu;
@@ -328,9 +293,8 @@ static int migrate_cpu(void *arg)
 	return errno == EINVAL ? -ENOENT : -errno;
 }
 
-/* Whether @tid is a thread of this process: a signal 0 through tgkill()
- * reaches it only then.  Another process's thread is not ours to move,
- * and a stale tid the system gave to someone else must not be moved. */
+/* Whether @tid is a thread of this process (tgkill() reaches it only
+ * then): not another's, nor a stale tid the system gave someone else. */
 static bool own_thread(pid_t tid)
 {
 	return syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno == EPERM;
@@ -354,7 +318,6 @@ static bool displaceable(struct ctx *c, pid_t tid)
 
 	if (pol != SCHED_FIFO && pol != SCHED_RR)
 		return true;
-	/* an RT thread at or above the hogs' level would not yield */
 	return c->rt_ok && sched_getparam(tid, &sp) == 0 &&
 	       sp.sched_priority < c->want_priority;
 }

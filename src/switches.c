@@ -1,41 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Whether a hog was switched out, mostly without asking the kernel (used
- * by report.c's sleep check).
+ * Whether a hog was switched out, mostly without asking the kernel (for
+ * report.c's sleep check, which compares getrusage(RUSAGE_THREAD)'s
+ * voluntary switches around a callback).  The kernel zeroes the rseq
+ * area's rseq_cs when it preempts, blocks, migrates or signals the
+ * thread outside that section, so the hog points it at an empty section
+ * (the watch, quiet_cs), armed before each read of its counts: while the
+ * watch stays, the counts are still exact, with no system call.
  *
- * The sleep check compares the hog's voluntary context switches before
- * and after a callback (getrusage(RUSAGE_THREAD)).  Most callbacks are
- * never switched out at all, and the rseq area that glibc registers for
- * every thread can say so for free: the kernel sets its rseq_cs field to
- * 0 when it preempts, blocks, migrates or signals the thread while the
- * instruction pointer is outside that section (include/uapi/linux/
- * rseq.h).  So the hog points it at a section that contains no
- * instruction (the "watch", quiet_cs below), armed before each read of
- * its counts: while the watch stays, the counts read are still exact,
- * and a callback after which it stays did not sleep, with no system call.
- *
- * Every baseline is a read, never an estimate: after its futex wait the
- * hog reads again (one getrusage per wake), because how many times the
- * wait blocked is not knowable (a SIGSTOP and SIGCONT while it waited
- * make it two).  A callback that was switched out is read after (one
- * more getrusage).  Minor faults switch nothing, so the watch holds
- * through them, but the check subtracts them (a fault may wait for
- * another thread's mmap lock): faults of the hog's own code between a
- * read and a callback would hide that callback's sleep, so the hog
- * reuses a read only once warm (SW_WARM callbacks), and forgets it after
- * a report (cpuhog_i_sw_forget()).  Strict mode, which aborts on a report,
- * reads before and after every callback.
- *
- * A callback may use rseq itself and leave rseq_cs pointing at its own
- * section: the watch is then not ours, and the hog reads.  Where glibc
- * registered no rseq area (glibc before 2.35, glibc.pthread.rseq=0,
- * qemu-user), or the kernel does not clear the field on a switch in a
- * system call (6.19 on: watch_works()), every look reads.
+ * Baselines are reads, never estimates (a wait may block more than once).
+ * Minor faults switch nothing but are subtracted, so a read is reused
+ * only once the hog is warm (SW_WARM) and is forgotten after a report;
+ * strict mode reads around every callback.  Without a usable rseq area,
+ * or where the kernel does not clear the field (watch_works()), every
+ * look reads.
  */
 #include "internal.h"
 
 #include <stddef.h>
-#include <string.h>
 
 #if defined(__has_include)
 #if __has_include(<sys/rseq.h>)
@@ -44,12 +26,8 @@
 #endif
 
 #ifdef RSEQ_SIG
-/*
- * The watch: a section of no instruction (post_commit_offset 0), whose
- * abort address is preceded by the signature glibc registered, as the
- * kernel checks before it looks at the range.  Its abort is never taken:
- * no instruction pointer is inside an empty range.
- */
+/* The watch: an empty section, whose abort (never taken) is preceded by
+ * glibc's signature, as the kernel checks. */
 static const struct {
 	uint32_t sig; /* at abort_ip - 4 */
 	uint32_t abort_at;
@@ -68,24 +46,15 @@ static struct rseq *own_area(void)
 	/* glibc 2.35 registers the original 20 bytes: rseq_cs is at 8 */
 	if (__rseq_size < offsetof(struct rseq, rseq_cs) + 8)
 		return NULL;
-	rs = (struct rseq *)((char *)__builtin_thread_pointer() + __rseq_offset);
+	rs = (void *)((char *)__builtin_thread_pointer() + __rseq_offset);
 	/* -1, -2: never registered, or the kernel refused */
 	return (int32_t)rs->cpu_id >= 0 ? rs : NULL;
 }
 
-/* The field is the kernel's __u64; relaxed atomics: single-copy atomic,
- * never torn or cached, and ordered as program order on this thread. */
-static uint64_t cs_load(struct hog *h)
-{
-	return __atomic_load_n(&((struct rseq *)h->sw.rseq)->rseq_cs,
-			       __ATOMIC_RELAXED);
-}
-
-static void cs_store(struct hog *h, uint64_t v)
-{
-	__atomic_store_n(&((struct rseq *)h->sw.rseq)->rseq_cs, v,
-			 __ATOMIC_RELAXED);
-}
+/* The kernel's __u64, accessed relaxed: single-copy atomic, never torn
+ * or cached, ordered as program order on this thread. */
+#define CS(h) (&((struct rseq *)(h)->sw.rseq)->rseq_cs)
+#define QUIET ((uint64_t)(uintptr_t)&quiet_cs)
 #else
 static void *own_area(void)
 {
@@ -102,7 +71,7 @@ static bool watch_holds(struct hog *h)
 	/* compiler-only fence: the kernel clears the field on this thread,
 	 * between our instructions, as a signal handler would */
 	atomic_signal_fence(memory_order_seq_cst);
-	return h->sw.rseq && cs_load(h) == (uint64_t)(uintptr_t)&quiet_cs;
+	return h->sw.rseq && __atomic_load_n(CS(h), __ATOMIC_RELAXED) == QUIET;
 #else
 	(void)h;
 	return false;
@@ -113,7 +82,7 @@ static void arm(struct hog *h)
 {
 #ifdef RSEQ_SIG
 	if (h->sw.rseq)
-		cs_store(h, (uint64_t)(uintptr_t)&quiet_cs);
+		__atomic_store_n(CS(h), QUIET, __ATOMIC_RELAXED);
 	/* the store before what follows (the read, the callback) */
 	atomic_signal_fence(memory_order_seq_cst);
 #else
@@ -123,15 +92,10 @@ static void arm(struct hog *h)
 
 /*
  * Whether this kernel clears the watch when the thread blocks in a system
- * call.  Up to 6.18 it does, at every return to user space after a
- * switch.  The rseq rework of 6.19 looks at rseq_cs only when the thread
- * entered the kernel from an interrupt in user mode (rseq.event.user_irq,
- * include/linux/rseq_entry.h: a critical section may make no system
- * call, so one cannot be inside it), and a callback asleep in a system
- * call leaves the field alone: the watch would miss exactly the sleeps
- * it is for.  So: arm, block in nanosleep(), and look.  A try counts
- * only where the thread blocked and was not preempted (a preemption from
- * user mode clears the watch on either kernel).  Undecided: not used.
+ * call: up to 6.18 it does; 6.19 looks at rseq_cs only after an interrupt
+ * in user mode, so the watch would miss the sleeps it is for.  A try
+ * counts only where the thread blocked and was not preempted (which
+ * clears it on either kernel).  Undecided: not used.
  */
 static bool watch_works(struct hog *h)
 {
@@ -164,13 +128,11 @@ void cpuhog_i_sw_init(struct hog *h)
 	h->sw.checks = 0;
 }
 
-/* A hog's first callbacks run its code for the first time: every first
- * touch of a page is a minor fault (design note). */
+/* A hog's first callbacks fault its own code's pages in. */
 #define SW_WARM 4
 
-/* Whether a read may serve a later callback: not in strict mode, whose
- * report aborts (it reads before every callback: exact), and only once
- * the hog's own paths are warm. */
+/* Whether a read may serve a later callback: not in strict mode (exact,
+ * as its report aborts), and only once the hog is warm. */
 static bool may_reuse(struct hog *h)
 {
 	return !(h->ctx->flags & CPUHOG_F_STRICT) && h->sw.checks >= SW_WARM;
@@ -187,9 +149,8 @@ void cpuhog_i_sw_now(struct hog *h, struct sw_count *out)
 	*out = h->sw.last;
 }
 
-/* Read the counts now, off a callback's path (a stop's PREPARE), where
- * the read can serve the callback that follows: the watch is ours and
- * the hog warm. */
+/* Read now, off a callback's path (a stop's PREPARE), where the read
+ * can serve the callback that follows. */
 void cpuhog_i_sw_prime(struct hog *h)
 {
 	struct sw_count now;
@@ -206,15 +167,13 @@ long cpuhog_i_sw_slept_since(struct hog *h, const struct sw_count *before)
 
 	cpuhog_i_sw_now(h, &now);
 	h->sw.checks += h->sw.checks < SW_WARM;
-	/* a minor fault may wait for the mmap lock (another thread's
-	 * fork() or mmap()): the process's doing, not the callback's */
+	/* a minor fault may wait for another thread's mmap lock */
 	slept = (now.nv - before->nv) - (now.flt - before->flt);
 	return slept > 0 ? slept : 0;
 }
 
-/* After the hog's own slow paths (a report: symbols looked up, pages
- * touched): their minor faults, which switch nothing, would count
- * against the next callback's sleeps. */
+/* After the hog's own slow paths (a report), whose minor faults would
+ * count against the next callback. */
 void cpuhog_i_sw_forget(struct hog *h)
 {
 	h->sw.read = false;
