@@ -206,6 +206,21 @@ static int cpus_exist(size_t setsize, const cpu_set_t *set)
 	return r;
 }
 
+/* @a in this version's layout: an older caller's struct is copied into
+ * @full as far as its size goes, the fields it lacks left 0 (their
+ * defaults), so that nothing past its end is read.  Size 0 (a struct
+ * not made by cpuhog_attr_init()) reads as this version's. */
+static const struct cpuhog_attr *attr_full(const struct cpuhog_attr *a,
+					   struct cpuhog_attr *full)
+{
+	if (!a || !a->size || a->size >= sizeof(*full) ||
+	    a->size < offsetof(struct cpuhog_attr, wake_fanout))
+		return a;
+	memset(full, 0, sizeof(*full));
+	memcpy(full, a, a->size);
+	return full;
+}
+
 static int attr_check(const struct cpuhog_attr *a)
 {
 	const unsigned int flags = CPUHOG_F_STRICT | CPUHOG_F_WEAK_STOP |
@@ -522,13 +537,14 @@ static void orphans_free(void)
  */
 static int init_as(const struct cpuhog_attr *attr, bool inherit)
 {
-	struct cpuhog_attr kept;
+	struct cpuhog_attr kept, full;
 	cpu_set_t *kept_cpus = NULL;
 	struct ctx *c;
 	int r, was;
 
 	if (cpuhog_i_self)
 		return -EDEADLK;
+	attr = attr_full(attr, &full);
 	r = attr_check(attr);
 	if (r < 0)
 		return r;

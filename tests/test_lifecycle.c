@@ -4,6 +4,8 @@
 
 #include <dirent.h>
 #include <pthread.h>
+#include <stddef.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 static int where(void *arg)
@@ -57,6 +59,36 @@ static void bad_attr_changes_nothing(void **state)
 	assert_true(in.nr_hogs > 0);
 	assert_int_equal(cpuhog_get_info(NULL), -EINVAL);
 	cpuhog_shutdown();
+}
+
+/* A caller built against the first version passes a struct that ends
+ * where wake_fanout begins: nothing past its size is read (the page
+ * after it is not readable), and the later fields take their defaults;
+ * a size short of the first version's is -EINVAL. */
+static void first_version_attr(void **state)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE),
+	       v1 = offsetof(struct cpuhog_attr, wake_fanout);
+	char *m = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct cpuhog_attr full, *a = (struct cpuhog_attr *)(m + pg - v1);
+	struct cpuhog_info in;
+
+	(void)state;
+	assert_true(m != MAP_FAILED);
+	assert_int_equal(mprotect(m + pg, pg, PROT_NONE), 0);
+	cpuhog_attr_init(&full);
+	memcpy(a, &full, v1);
+	a->size = v1 - 8;
+	assert_int_equal(cpuhog_init(a), -EINVAL);
+	a->size = v1;
+	assert_int_equal(cpuhog_init(a), 0);
+	assert_int_equal(cpuhog_get_info(&in), 0);
+	assert_true(in.nr_hogs > 0);
+	assert_int_equal(hog_one_cpu(t_nth_cpu(0), where, NULL),
+			 (int)t_nth_cpu(0));
+	cpuhog_shutdown();
+	munmap(m, 2 * pg);
 }
 
 /* attr.cpus limits the hogs; a CPU of no hog is -ENOENT. */
@@ -351,6 +383,7 @@ static void nort_weak_calls_work(void **state)
 T_MAIN(((const struct CMUnitTest[]){
 	cmocka_unit_test(init_twice_and_shutdown),
 	cmocka_unit_test(bad_attr_changes_nothing),
+	cmocka_unit_test(first_version_attr),
 	cmocka_unit_test(attr_cpus),
 	cmocka_unit_test(info_and_cpus),
 	cmocka_unit_test(attr_priority),
