@@ -125,13 +125,10 @@ void cpuhog_i_stop_report_try(const struct sel *s, struct stop_outcome *o)
 			a = hd = out = 0;
 			f = slot_queued(h) ? CPUHOG_RC_MISSING : 0;
 		}
-		if (hd) {
-			f |= CPUHOG_RC_HELD;
-			if (!first_held || hd < first_held)
-				first_held = hd;
-		} else {
-			all_held = false;
-		}
+		f |= hd ? CPUHOG_RC_HELD : 0;
+		all_held = all_held && hd;
+		if (hd && (!first_held || hd < first_held))
+			first_held = hd;
 		if (out && (!first_out || out < first_out))
 			first_out = out;
 		if (hd && o->ended == STOP_RAN &&

@@ -10,7 +10,6 @@
 #include "internal.h"
 #include "probes.h"
 
-#include <errno.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <stdio.h>
