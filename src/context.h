@@ -136,7 +136,7 @@ struct hog_stop {
 	unsigned int look_at;
 };
 
-/* A call with a report (stop_report.c): when this hog arrived, was held
+/* A call with a report (call_report.c): when this hog arrived, was held
  * and let go in a stop, or when fn started and returned in a timed work
  * (W_F_TIMED, held unused); cpuhog_i_now_ns(), 0: not yet.  Written by
  * the hog only when the call's timing is on, zeroed by the caller. */

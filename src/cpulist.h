@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The one CPU-list parser: "0-3,8" as sysfs and /proc write them, and
- * taskset's strides ("0-7:2" is 0,2,4,6), ending at a NUL or a newline.
- * The library reads the kernel's lists with it, the tool its users'.
- * Static functions in a header because the tool may use only the
- * library's API: both compile this one text.
+ * The one CPU-list parser: "0-3,8" as sysfs writes them, and taskset's
+ * strides ("0-7:2" is 0,2,4,6), ending at a NUL or a newline; for the
+ * library's kernel lists and the tool's users'.  Static functions in a
+ * header: the tool may use only the library's API, so both compile it.
  */
 #ifndef CPUHOG_CPULIST_H
 #define CPUHOG_CPULIST_H
@@ -81,11 +80,8 @@ static inline const char *cpulist_item(const char *p, unsigned long *stride,
 	return q;
 }
 
-/*
- * Parse @s into @set (@setsize bytes, cleared first; CPUs past its end
- * are only counted in @sc->highest).  An empty list is no CPU.  Returns
- * true, or false with @sc->fault and @sc->at saying what and where.
- */
+/* @s into @set (@setsize bytes, cleared first; CPUs past its end only
+ * in @sc->highest); empty: no CPU.  false: @sc->fault at @sc->at. */
 static inline bool cpulist_scan(const char *s, size_t setsize, cpu_set_t *set,
 				struct cpulist_scan *sc)
 {

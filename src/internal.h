@@ -79,7 +79,7 @@ HIDDEN const cpu_set_t *cpuhog_i_reach(struct ctx *c);
 HIDDEN bool cpuhog_i_hog_usable(struct ctx *c, struct hog *h);
 HIDDEN bool cpuhog_i_uncovered(struct ctx *c);
 
-/* stop_report.c: the reports of stop_machine_report() and the other
+/* call_report.c: the reports of stop_machine_report() and the other
  * multi-CPU calls (outcome.h) */
 struct stop_outcome;
 HIDDEN int cpuhog_i_stop_report_begin(struct stop_outcome *o,
@@ -175,7 +175,8 @@ HIDDEN int cpuhog_i_read_cpulist(const char *path, size_t setsize,
 				 cpu_set_t *set);
 HIDDEN bool cpuhog_i_affine_only(pid_t tid, size_t setsize, cpu_set_t *scratch,
 				 unsigned int cpu);
-HIDDEN bool cpuhog_i_read_status(int fd, char *buf, size_t size);
+HIDDEN ssize_t cpuhog_i_read_fd(int fd, char *buf, size_t size);
+HIDDEN ssize_t cpuhog_i_read_file(const char *path, char *buf, size_t size);
 HIDDEN bool cpuhog_i_mask_allows(int status_fd, size_t setsize,
 				 cpu_set_t *scratch, unsigned int cpu);
 HIDDEN bool cpuhog_i_pinned_to(size_t setsize, cpu_set_t *scratch,

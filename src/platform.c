@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Platform bits: futexes, the clock, CPU sets and affinity, scheduling
- * policy, and the core-serializing instruction.  Linux and glibc only.
+ * Platform bits: the clock, futexes and the one wait of every waiter,
+ * /proc and /sys reads, affinity, scheduling policy, and the
+ * core-serializing instruction.  Linux and glibc only; it calls no other
+ * file of the library, so any of them may call it.
  */
 #include "internal.h"
 #include "cpulist.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -32,11 +33,8 @@ uint64_t cpuhog_i_deadline_in(uint64_t ns)
 	return ns >= NO_DEADLINE - now ? NO_DEADLINE : now + ns;
 }
 
-/*
- * Sleep while *addr == val, until woken or (if not NO_DEADLINE) until the
- * CLOCK_MONOTONIC deadline.  Returns 0 or -ETIMEDOUT; a wake-up may be
- * spurious, so callers re-check their condition.
- */
+/* Sleep while *addr == val, until woken or the CLOCK_MONOTONIC
+ * deadline: 0 (perhaps spurious: callers look again) or -ETIMEDOUT. */
 int cpuhog_i_futex_wait(_Atomic uint32_t *addr, uint32_t val,
 			uint64_t deadline_ns)
 {
@@ -48,43 +46,32 @@ int cpuhog_i_futex_wait(_Atomic uint32_t *addr, uint32_t val,
 		ts.tv_nsec = (long)(deadline_ns % 1000000000u);
 		tsp = &ts;
 	}
-	/* BITSET takes an absolute CLOCK_MONOTONIC deadline. */
+	/* BITSET: an absolute deadline */
 	r = syscall(SYS_futex, addr, FUTEX_WAIT_BITSET_PRIVATE, val, tsp, NULL,
 		    FUTEX_BITSET_MATCH_ANY);
 	return r < 0 ? -errno : 0;
 }
 
-/*
- * The address may belong to a work whose owner has already seen it done
- * and reused the memory: a private futex wake on such an address is at
- * worst a spurious wake-up for whoever sleeps there, which every waiter
- * tolerates.
- */
+/* @addr may be reused memory by now: a spurious wake-up there, which
+ * every waiter tolerates. */
 void cpuhog_i_futex_wake(_Atomic uint32_t *addr, int n)
 {
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
 /*
- * The one wait of every waiter (a hog's for work, a work's, a call's
- * caller, a stop's hogs, a parked poller), in turns: the waiter looks at
- * what it waits for and, not done, takes a turn: a spin (the clock read
- * every CLOCK_EVERY spins) until w->spin_end; then its bit set in the
- * futex word; then a sleep on the word until w->deadline.  Each turn
- * ends with the word read anew, for the next look.
- *
- * No wake-up is lost.  A waker makes what is waited for true, then
- * either moves the word on (cpuhog_i_wait_kick(); a CAS or exchange of its own:
- * work_finish(), poll.c), waking the sleepers where the bit was set, or
- * only loads the word, after a seq_cst store of what is waited for
- * (cpuhog_i_wake_hog()).  The waiter sleeps only while the word still reads as
- * it did before its last look, its bit set: no move came since that
- * read, which saw the last one (acquire, against the move's release),
- * and with it what was made true.  Against a waker that only loads, the
- * bit's seq_cst CAS and the look after it are the other half of
- * Dekker's pattern.
+ * The one wait of every waiter, in turns between its looks at what it
+ * waits for: a spin until w->spin_end, then its bit set in the futex
+ * word, then sleeps on the word until w->deadline; each turn ends with
+ * the word read anew.  No wake-up is lost: a waker makes the condition
+ * true, then moves the word on (cpuhog_i_wait_kick(), work_finish(),
+ * poll.c) or, after a seq_cst store, only loads it (cpuhog_i_wake_hog()).
+ * The waiter sleeps only while the word reads as before its last look,
+ * bit set: no move since (acquire, against the move's release); against
+ * a waker that only loads, the bit's seq_cst CAS and the look after it
+ * are the other half of Dekker's pattern.
  */
-#define CLOCK_EVERY 16
+#define CLOCK_EVERY 16 /* spins per read of the clock */
 
 uint64_t cpuhog_i_wait_turn(struct wait *w)
 {
@@ -134,58 +121,55 @@ static int parse_cpulist(const char *p, size_t setsize, cpu_set_t *set)
 	return cpulist_scan(p, setsize, set, &sc) ? sc.count : -1;
 }
 
-/*
- * Parse a sysfs CPU list file into @set (CPUs past its end ignored).
- * Returns the number of CPUs read, or -1 if the file cannot be read.
- */
+/* The file @fd (a hog's status_fd: any thread may read it) from its
+ * start, whole, NUL-terminated into @buf: its length, or -1. */
+ssize_t cpuhog_i_read_fd(int fd, char *buf, size_t size)
+{
+	ssize_t n = fd >= 0 ? pread(fd, buf, size - 1, 0) : -1;
+
+	buf[n > 0 ? n : 0] = 0;
+	return n;
+}
+
+/* The file at @path, as cpuhog_i_read_fd(). */
+ssize_t cpuhog_i_read_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = cpuhog_i_read_fd(fd, buf, size);
+
+	if (fd >= 0)
+		close(fd);
+	return n;
+}
+
+/* A sysfs CPU list file into @set (CPUs past its end ignored): the
+ * number of CPUs read, or -1 where it cannot be read. */
 int cpuhog_i_read_cpulist(const char *path, size_t setsize, cpu_set_t *set)
 {
 	char buf[4096];
-	FILE *f = fopen(path, "re");
 
-	if (!f)
+	if (cpuhog_i_read_file(path, buf, sizeof(buf)) < 0)
 		return -1;
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = 0;
-	fclose(f);
 	return parse_cpulist(buf, setsize, set);
 }
 
 /*
- * A hog's /proc status file (struct hog.status_fd), whole, into @buf,
- * NUL-terminated.  Any thread may read it: the descriptor names the hog.
- * false if it cannot be read.
- */
-bool cpuhog_i_read_status(int fd, char *buf, size_t size)
-{
-	ssize_t n = fd >= 0 ? pread(fd, buf, size - 1, 0) : -1;
-
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
-	return true;
-}
-
-/*
- * Whether the hog whose status file is @status_fd may run on @cpu by its
- * own mask, not masked with the active CPUs as sched_getaffinity()
- * reports it (/proc's Cpus_allowed_list): true for a CPU that is going
- * offline, false for one that left the cpuset.  true when it cannot tell.
+ * Whether the hog of @status_fd may run on @cpu by its own mask
+ * (Cpus_allowed_list), not sched_getaffinity()'s, which is masked with
+ * the active CPUs: true for a CPU going offline, false for one that left
+ * the cpuset; true when it cannot tell.
  */
 bool cpuhog_i_mask_allows(int status_fd, size_t setsize, cpu_set_t *scratch,
 			  unsigned int cpu)
 {
 	char buf[4096], *p;
 
-	if (!cpuhog_i_read_status(status_fd, buf, sizeof(buf)))
-		return true;
-	p = strstr(buf, "\nCpus_allowed_list:");
-	if (!p)
+	if (cpuhog_i_read_fd(status_fd, buf, sizeof(buf)) <= 0 ||
+	    !(p = strstr(buf, "\nCpus_allowed_list:")))
 		return true;
 	p += 19; /* past the name, then the tab */
-	if (parse_cpulist(p + strspn(p, " \t"), setsize, scratch) < 0)
-		return true;
-	return CPU_ISSET_S(cpu, setsize, scratch);
+	return parse_cpulist(p + strspn(p, " \t"), setsize, scratch) < 0 ||
+	       CPU_ISSET_S(cpu, setsize, scratch);
 }
 
 /* One more than the highest CPU number the kernel may ever bring up. */
@@ -207,11 +191,8 @@ unsigned int cpuhog_i_possible_cpus(void)
 	return best ? best : 1;
 }
 
-/*
- * Whether thread @tid (0: the caller) may run on @cpu alone.  The kernel
- * reports affinity within the active CPUs, so a CPU on its way offline
- * reads as not allowed before its threads are moved off it.
- */
+/* Whether thread @tid (0: the caller) may run on @cpu alone; within the
+ * active CPUs, so not on one going offline. */
 bool cpuhog_i_affine_only(pid_t tid, size_t setsize, cpu_set_t *scratch,
 			  unsigned int cpu)
 {
@@ -229,12 +210,9 @@ bool cpuhog_i_pinned_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu)
 	       cpuhog_i_affine_only(0, setsize, scratch, cpu);
 }
 
-/*
- * Create a thread with @pa pinned to the CPU of @one; where that CPU
- * cannot be had now (offline, outside the cpuset: EINVAL), on the CPUs
- * of @wide instead, from where it pins itself once its CPU is back.
- * Returns 0 (pinned), 1 (away) or a negative errno.
- */
+/* A thread with @pa pinned to @one's CPU or, where that cannot be had
+ * now (EINVAL), on @wide's, to pin itself once its CPU is back: 0
+ * (pinned), 1 (away) or a negative errno. */
 int cpuhog_i_thread_start(pthread_t *t, pthread_attr_t *pa, size_t setsize,
 			  const cpu_set_t *one, const cpu_set_t *wide,
 			  void *(*fn)(void *), void *arg)
@@ -250,11 +228,8 @@ int cpuhog_i_thread_start(pthread_t *t, pthread_attr_t *pa, size_t setsize,
 	return r ? -r : 1;
 }
 
-/*
- * Pin the calling thread to @cpu.  The kernel moves the thread there
- * before sched_setaffinity() returns; it fails (EINVAL) when @cpu is
- * offline or outside the cpuset.
- */
+/* Pin the calling thread to @cpu, where the kernel moves it before
+ * sched_setaffinity() returns (EINVAL: offline, outside the cpuset). */
 int cpuhog_i_pin_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu)
 {
 	CPU_ZERO_S(setsize, scratch);
@@ -264,11 +239,9 @@ int cpuhog_i_pin_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu)
 	return sched_getcpu() == (int)cpu ? 0 : -EAGAIN;
 }
 
-/*
- * Give the calling hog the best scheduling the process may have:
- * SCHED_FIFO at @want, else at RLIMIT_RTPRIO, else SCHED_OTHER at the
- * lowest nice allowed.  Records what it got and why RT was refused.
- */
+/* The best scheduling the process may have for the calling hog: FIFO at
+ * @want, else at RLIMIT_RTPRIO, else OTHER at the lowest nice allowed;
+ * what it got, and why RT was refused, into h->sched. */
 void cpuhog_i_obtain_priority(struct hog *h, int want)
 {
 	struct sched_param sp = { .sched_priority = want };
@@ -287,7 +260,7 @@ void cpuhog_i_obtain_priority(struct hog *h, int want)
 	}
 	sp.sched_priority = 0;
 	sched_setscheduler(0, SCHED_OTHER, &sp);
-	/* RLIMIT_NICE allows nice down to 20 - rlim_cur. */
+	/* RLIMIT_NICE allows nice down to 20 - rlim_cur */
 	if (getrlimit(RLIMIT_NICE, &rl) == 0 && rl.rlim_cur > 0)
 		nice_floor = 20 - (int)(rl.rlim_cur > 40 ? 40 : rl.rlim_cur);
 	if (setpriority(PRIO_PROCESS, (id_t)h->tid, -20) < 0 && nice_floor < 0)
@@ -306,31 +279,25 @@ done:
 /* The calling thread's context switches and minor faults. */
 void cpuhog_i_thread_switches(struct sw_count *out)
 {
-	struct rusage ru;
+	struct rusage ru = { 0 }; /* 0s where it fails: it writes none */
 
-	out->nv = out->niv = out->flt = 0;
-	if (getrusage(RUSAGE_THREAD, &ru) == 0) {
-		out->nv = ru.ru_nvcsw;
-		out->niv = ru.ru_nivcsw;
-		out->flt = ru.ru_minflt;
-	}
+	getrusage(RUSAGE_THREAD, &ru);
+	out->nv = ru.ru_nvcsw;
+	out->niv = ru.ru_nivcsw;
+	out->flt = ru.ru_minflt;
 }
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
-#include <string.h>
 
 enum { BY_CPUID, BY_SERIALIZE, BY_IRET };
 
 /*
- * How this CPU serializes: SERIALIZE where it has it; else CPUID, which
- * is cheap on hardware, except in a guest of a hypervisor we know
- * (KVM, Hyper-V, VMware, Xen), which intercepts every CPUID (a VM exit
- * each): there an IRET to the next instruction, the kernel's sync_core()
- * fallback, which stays in the guest.  Not elsewhere: QEMU's TCG pops
- * IRETQ's frame from the user stack as a supervisor access that SMAP
- * refuses, faulting the guest's kernel, and binary translators (Valgrind,
- * FEX) may not decode it.
+ * How this CPU serializes: SERIALIZE where it has it, else CPUID; but in
+ * a guest of KVM, Hyper-V, VMware or Xen, where each CPUID is a VM exit,
+ * IRET to self (the kernel's sync_core() fallback).  Only there: QEMU's
+ * TCG faults its kernel on IRETQ from user space (SMAP), and binary
+ * translators (Valgrind, FEX) may not decode it.
  */
 static int serialize_how(void)
 {
@@ -384,10 +351,8 @@ static void iret_to_self(void)
 }
 #endif
 
-/*
- * Make the instruction stream coherent with earlier stores on this CPU:
- * code rewritten by a stop_machine() callback is safe to run afterwards.
- */
+/* The instruction stream coherent with earlier stores on this CPU: code
+ * a stop_machine() callback rewrote is safe to run afterwards. */
 void cpuhog_i_serialize_core(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

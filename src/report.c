@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Checking callbacks.  The kernel disables preemption around a stopper's
- * callback and oopses if it sleeps; user space cannot, so we watch: a
- * voluntary context switch while the callback ran means it blocked
- * (switches.c counts them, mostly without a system call), and a wall
- * time over the threshold means it hogged for too long.  Each function
- * is reported once per kind, counted every time.
+ * Checking callbacks.  The kernel oopses where a stopper's callback
+ * sleeps; user space cannot forbid it, so we watch: a voluntary context
+ * switch while it ran (switches.c) means it blocked, a wall time over
+ * overrun_ns that it hogged too long.  Each function is reported once
+ * per kind, counted every time.  And signals a callback raised at its
+ * own hog, which blocks them all, are handed on to the process.
  */
 #include "internal.h"
 #include "probes.h"
 
-#include <errno.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <stdio.h>
@@ -57,12 +56,9 @@ static void say(struct hog *h, cpuhog_fn_t fn, const char *what,
 						     : sizeof(msg) - 1);
 }
 
-/*
- * A callback slept if it made voluntary switches beyond its minor faults
- * (switches.c counts them, without a system call where the hog was not
- * switched out at all).  A callback that faults often and sleeps once
- * can hide the sleep, and a major fault (disk I/O) counts as sleeping.
- */
+/* A callback slept if it made voluntary switches beyond its minor
+ * faults: one that faults often can hide a sleep, and a major fault
+ * (disk I/O) counts as one. */
 void cpuhog_i_check_begin(struct hog *h, struct check *ck)
 {
 	cpuhog_i_sw_now(h, &ck->sw);
@@ -105,15 +101,13 @@ void cpuhog_i_check_end(struct hog *h, cpuhog_fn_t fn, const struct check *ck)
 		cpuhog_i_sw_forget(h); /* what we did here may have faulted */
 }
 
-/*
- * The signals pending on the calling thread alone (not the process's
- * shared ones), from /proc/thread-self/status.  false: cannot tell.
- */
+/* The signals pending on the calling thread alone, not the process's;
+ * false: cannot tell. */
 static bool thread_pending(struct hog *h, uint64_t *mask)
 {
 	char buf[4096], *p;
 
-	if (!cpuhog_i_read_status(h->status_fd, buf, sizeof(buf)))
+	if (cpuhog_i_read_fd(h->status_fd, buf, sizeof(buf)) <= 0)
 		return false;
 	p = strstr(buf, "\nSigPnd:");
 	if (!p)
@@ -122,7 +116,8 @@ static bool thread_pending(struct hog *h, uint64_t *mask)
 	return true;
 }
 
-/* Take one instance of @sig, which is pending on this thread. */
+/* Take one instance of @sig, pending on this thread (the kernel takes
+ * the thread's own queue before the shared one). */
 static bool take(int sig, siginfo_t *si)
 {
 	struct timespec zero = { 0, 0 };
@@ -130,20 +125,15 @@ static bool take(int sig, siginfo_t *si)
 
 	sigemptyset(&one);
 	sigaddset(&one, sig);
-	/* the kernel dequeues the thread's own queue before the shared one */
 	return sigtimedwait(&one, si, &zero) == sig;
 }
 
 /*
- * A callback that raised a signal at its own thread (raise(), tgkill,
- * pthread_sigqueue) left it pending on a hog, which blocks every signal:
- * it would never be delivered.  Hand each one to the process instead,
- * where a thread that does not block it takes it.  Signals pending on the
- * process (a SIGCHLD that the application reads with sigwaitinfo) show in
- * sigpending() too, and are left alone: only the hog's own are taken.
- * Costs one rt_sigpending() per callback, more only when one is pending;
- * a hog's callback work makes it after publishing the completion, a
- * stop's fn before (hog.c, stop_machine.c).
+ * A signal a callback raised at its own thread (raise(), tgkill) would
+ * never be delivered on a hog: hand each to the process, where a thread
+ * that does not block it takes it.  The process's own pending signals (a
+ * SIGCHLD read with sigwaitinfo) are left alone.  One rt_sigpending()
+ * per callback, more only when one is pending.
  */
 void cpuhog_i_redirect_signals(struct hog *h)
 {
@@ -151,13 +141,12 @@ void cpuhog_i_redirect_signals(struct hog *h)
 	siginfo_t si[32];
 	int sig, n = 0, i;
 
-	/* the kernel's own 64-bit set: glibc's sigisemptyset() can miss
-	 * real-time signals */
+	/* the kernel's 64-bit set: glibc's sigisemptyset() can miss RT ones */
 	if (syscall(SYS_rt_sigpending, &pending, sizeof(pending)) < 0 ||
 	    !pending)
 		return;
-	/* one at a time: a queued real-time signal may stand several times
-	 * in our queue, and re-sent ones must not be taken again */
+	/* one at a time: a queued RT signal may stand several times, and
+	 * re-sent ones must not be taken again */
 	while (n < 32 && thread_pending(h, &mine) && mine) {
 		sig = __builtin_ctzll(mine) + 1;
 		if (!take(sig, &si[n]))

@@ -9,7 +9,7 @@
 # usage: layers_test.sh STATIC_LIB
 set -eu
 ar=$1
-order="platform symbols context topology serialize switches report poll wake hog lifecycle stop_report
+order="platform symbols context topology serialize switches report poll wake hog lifecycle call_report
 single multi stop_machine sched"
 rank() {
 	i=0
