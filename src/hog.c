@@ -135,11 +135,12 @@ static bool hog_here(struct hog *h)
 	/* relaxed: a hint to look, not an order on anything else */
 	uint32_t moved = atomic_load_explicit(&g_moved, memory_order_relaxed);
 	struct hog_pin *p = &h->pin;
+	bool on = sched_getcpu() == (int)h->cpu;
 
-	if (sched_getcpu() == (int)h->cpu && p->pinned &&
-	    p->moved_seen == moved && p->until_reread-- > 0)
+	if (on && p->pinned && p->moved_seen == moved &&
+	    p->until_reread-- > 0)
 		return true;
-	if (sched_getcpu() != (int)h->cpu)
+	if (!on)
 		moved = atomic_fetch_add_explicit(&g_moved, 1,
 						  memory_order_relaxed) + 1;
 	p->moved_seen = moved;
@@ -151,19 +152,23 @@ static bool hog_here(struct hog *h)
 
 /* Run a batch, oldest first; moved off its CPU, the hog fails the works
  * with -ENOENT rather than run them on a CPU nobody asked for. */
-static void run_batch(struct hog *h, struct work *w)
+static void run_batch(struct hog *h, struct work *list)
 {
-	struct work *x;
+	struct work *w = NULL;
 	bool here;
 
-	/* a multi-CPU call's work: its subtree's wakes before anything */
-	for (x = w; x; x = x->next)
-		if (x == &h->slot) {
-			cpuhog_i_wake_kids(h);
-			break;
-		}
-	here = hog_here(h);
+	/* reverse @list (newest first); a multi-CPU call's work (the slot):
+	 * its subtree's wakes before anything */
+	while (list) {
+		struct work *next = list->next;
 
+		if (list == &h->slot)
+			cpuhog_i_wake_kids(h);
+		list->next = w;
+		w = list;
+		list = next;
+	}
+	here = hog_here(h);
 	while (w) {
 		struct work *next = w->next; /* before w is finished */
 
@@ -177,20 +182,6 @@ static void run_batch(struct hog *h, struct work *w)
 		}
 		w = next;
 	}
-}
-
-static struct work *reverse(struct work *w)
-{
-	struct work *r = NULL;
-
-	while (w) {
-		struct work *next = w->next;
-
-		w->next = r;
-		r = w;
-		w = next;
-	}
-	return r;
 }
 
 void *cpuhog_i_hog_main(void *arg)
@@ -212,7 +203,7 @@ void *cpuhog_i_hog_main(void *arg)
 		list = atomic_exchange_explicit(&h->q.head, NULL,
 						memory_order_acquire);
 		if (list) {
-			run_batch(h, reverse(list));
+			run_batch(h, list);
 			cpuhog_i_poll_unpark(h);
 			continue;
 		}

@@ -281,9 +281,11 @@ int cpuhog_i_multi_wait(struct ctx *c, const struct sel *s, uint64_t deadline,
 }
 
 /* fn(arg) on the hogs of @s: 0, fn's first non-zero return, or -ENOENT
- * where it ran nowhere; with a report (@o), the hogs time fn. */
+ * where it ran nowhere; the CPUs that ran it into @ran (@setsize bytes),
+ * if asked; with a report (@o), the hogs time fn. */
 static int run_selected(struct ctx *c, struct sel *s, uint32_t gen,
-			cpuhog_fn_t fn, void *arg, struct stop_outcome *o)
+			cpuhog_fn_t fn, void *arg, size_t setsize,
+			cpu_set_t *ran, struct stop_outcome *o)
 {
 	bool any = false;
 	unsigned int i;
@@ -294,11 +296,14 @@ static int run_selected(struct ctx *c, struct sel *s, uint32_t gen,
 	cpuhog_i_multi_push(c, s, gen, fn, arg, o ? W_F_TIMED : 0);
 	cpuhog_i_multi_wait(c, s, NO_DEADLINE, NULL);
 	for (i = 0; i < s->n; i++) {
-		struct work *w = &s->hog[i]->slot;
+		struct hog *h = s->hog[i];
 
-		if (w->ran && !r)
-			r = w->ret;
-		any = any || w->ran;
+		if (!h->slot.ran)
+			continue;
+		r = r ? r : h->slot.ret;
+		any = true;
+		if (ran && h->cpu < setsize * 8)
+			CPU_SET_S(h->cpu, setsize, ran);
 	}
 	if (o) {
 		o->tries = 1;
@@ -306,16 +311,6 @@ static int run_selected(struct ctx *c, struct sel *s, uint32_t gen,
 		cpuhog_i_call_report_hogs(s, true, o);
 	}
 	return any ? r : -ENOENT;
-}
-
-/* Which CPUs' hogs ran the call's fn, into @ran (@setsize bytes). */
-static void fill_ran(const struct sel *s, size_t setsize, cpu_set_t *ran)
-{
-	unsigned int i;
-
-	for (i = 0; i < s->n; i++)
-		if (s->hog[i]->slot.ran && s->hog[i]->cpu < setsize * 8)
-			CPU_SET_S(s->hog[i]->cpu, setsize, ran);
 }
 
 /* hog_cpus() and its variants: @ran, the CPUs that ran fn, if asked; @o,
@@ -336,23 +331,17 @@ static int do_hog_cpus(size_t setsize, const cpu_set_t *cpus, cpuhog_fn_t fn,
 	c = cpuhog_i_call_enter(&r);
 	if (c && (r = cpuhog_i_multi_lock(c, try)) < 0)
 		cpuhog_i_call_leave();
-	if (!c || r < 0) {
-		if (ran)
-			CPU_ZERO_S(setsize, ran);
-		goto out;
-	}
-	s = select_hogs(c, setsize, cpus);
+	s = c && r >= 0 ? select_hogs(c, setsize, cpus) : NULL;
 	if (ran) /* after the selection: @ran may be @cpus */
 		CPU_ZERO_S(setsize, ran);
+	if (!s)
+		goto out;
 	r = !s->n ? -ENOENT : cpuhog_i_call_exclusive(c);
 	gen = r ? 0 : cpuhog_i_multi_reserve(c, s, try ? 0 : NO_DEADLINE);
 	if (gen < 0)
 		r = -EAGAIN; /* try: a slot held by a stop */
-	if (gen > 0) {
-		r = run_selected(c, s, (uint32_t)gen, fn, arg, o);
-		if (ran)
-			fill_ran(s, setsize, ran);
-	}
+	if (gen > 0)
+		r = run_selected(c, s, (uint32_t)gen, fn, arg, setsize, ran, o);
 	cpuhog_i_multi_unlock(c);
 	cpuhog_i_call_leave();
 out:

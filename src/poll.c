@@ -30,9 +30,9 @@
 #define PAUSE_NS 20000u       /* shorter pauses: interrupts, VM exits */
 #define WINDOW_NS 10000000ull /* the poller keeps count of its lost time */
 #define LOST_MAX_NS 1000000ull /* others took more of a window: step aside */
-#define ASIDE_NS 100000000ull  /* stepped aside, look at the CPU this often */
-#define IDLE_ENOUGH 90         /* % idle over that time: poll again */
-#define AWAY_RETRY_NS 100000000ull /* off its CPU: look again this often */
+#define LOOK_NS 100000000ull  /* parked aside or away: look again this often */
+#define IDLE_ENOUGH 90        /* % idle over that time: poll again */
+#define NAP (&(struct timespec){ 0, 50000 }) /* waiting for pollers to go */
 /* EEVDF may pick a poller with no lag over a runnable thread of ours */
 #define YIELD_NS 50000u
 
@@ -110,13 +110,10 @@ static long long cpu_idle(struct poller *p)
 {
 	char want[24], *line;
 	long long idle;
-	ssize_t got;
 	size_t len;
 
-	if (p->stat_fd < 0 ||
-	    (got = pread(p->stat_fd, p->buf, p->bufsize - 1, 0)) <= 0)
+	if (cpuhog_i_read_fd(p->stat_fd, p->buf, p->bufsize) <= 0)
 		return -1;
-	p->buf[got] = 0;
 	len = (size_t)snprintf(want, sizeof(want), "\ncpu%u ", p->hog->cpu);
 	line = strstr(p->buf, want);
 	if (line && sscanf(line + len, "%*s %*s %*s %lld", &idle) == 1)
@@ -139,13 +136,13 @@ static void aside(struct poller *p)
 	long hz = sysconf(_SC_CLK_TCK);
 
 	for (;;) {
-		park(p, PARKED_TIMED, cpuhog_i_deadline_in(ASIDE_NS));
+		park(p, PARKED_TIMED, cpuhog_i_deadline_in(LOOK_NS));
 		if (atomic_load_explicit(&p->stop, memory_order_relaxed))
 			break;
 		after = cpu_idle(p);
 		if (before < 0 || after < 0 ||
 		    (after - before) * 100 * 1000000000ll >=
-			    IDLE_ENOUGH * (long long)ASIDE_NS * hz)
+			    IDLE_ENOUGH * (long long)LOOK_NS * hz)
 			break;
 		before = after;
 	}
@@ -193,7 +190,7 @@ static void poll_round(struct poller *p, struct ctx *c, uint32_t *acked)
 	gen = atomic_load_explicit(&c->sync_gen, memory_order_acquire);
 	if (sched_getcpu() != (int)p->hog->cpu) { /* after the load */
 		/* offline, or out of the cpuset: try to go back later */
-		park(p, PARKED_TIMED, cpuhog_i_deadline_in(AWAY_RETRY_NS));
+		park(p, PARKED_TIMED, cpuhog_i_deadline_in(LOOK_NS));
 		cpuhog_i_pin_to(p->hog->pin.masksize, p->mask, p->hog->cpu);
 		resume(p);
 		return;
@@ -296,16 +293,16 @@ static bool acked(struct hog *h, uint32_t gen)
 void cpuhog_i_poll_sync(struct ctx *c, struct sel *s)
 {
 	uint32_t gen;
-	uint64_t end;
-	unsigned int i, n = s->n, left = 0, asked = 0;
+	uint64_t end = 0;
+	unsigned int i, n = s->n, left;
 
 	if (!(c->flags & CPUHOG_F_POLL))
 		return;
 	/* seq_cst: a poller that reads gen sees the caller's accesses before */
 	gen = atomic_fetch_add(&c->sync_gen, 1) + 1;
-	for (i = 0; i < n; i++)
-		asked += s->hog[i]->poll && fresh(s->hog[i]->poll, LIVE_NS);
-	end = cpuhog_i_now_ns() + (asked ? CLAIM_NS : 0);
+	for (i = 0; i < n && !end; i++)
+		if (s->hog[i]->poll && fresh(s->hog[i]->poll, LIVE_NS))
+			end = cpuhog_i_now_ns() + CLAIM_NS;
 	do {
 		for (i = left = 0; i < n; i++)
 			if (!acked(s->hog[i], gen)) {
@@ -426,7 +423,6 @@ static bool past(const struct timespec *until)
 void cpuhog_i_poll_exit_all(struct hog *hogs, unsigned int n,
 			    const struct timespec *until)
 {
-	struct timespec nap = { 0, 50000 };
 	unsigned int i, gone;
 
 	for (i = 0; i < n; i++)
@@ -436,7 +432,7 @@ void cpuhog_i_poll_exit_all(struct hog *hogs, unsigned int n,
 		for (i = 0, gone = 0; i < n; i++)
 			gone += !running(&hogs[i]) ||
 				raised_and_left(hogs[i].poll);
-	} while (gone < n && !past(until) && nanosleep(&nap, NULL) == 0);
+	} while (gone < n && !past(until) && nanosleep(NAP, NULL) == 0);
 	for (i = 0; i < n; i++)
 		if (running(&hogs[i]) && atomic_load(&hogs[i].poll->left) &&
 		    !pthread_timedjoin_np(hogs[i].poll->thread, NULL, until))
@@ -447,14 +443,13 @@ void cpuhog_i_poll_exit_all(struct hog *hogs, unsigned int n,
  * cpuhog_i_poll_forget(), as the hog may still read it after a batch. */
 void cpuhog_i_poll_stop(struct hog *h)
 {
-	struct timespec nap = { 0, 50000 };
 	struct poller *p = h->poll;
 
 	if (!running(h))
 		return;
 	poll_tell_stop(p);
 	while (!raised_and_left(p))
-		nanosleep(&nap, NULL);
+		nanosleep(NAP, NULL);
 	pthread_join(p->thread, NULL);
 	atomic_store(&p->on, false);
 }

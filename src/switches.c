@@ -124,8 +124,6 @@ void cpuhog_i_sw_init(struct hog *h)
 	h->sw.rseq = own_area();
 	if (h->sw.rseq && !watch_works(h))
 		h->sw.rseq = NULL;
-	h->sw.read = false;
-	h->sw.checks = 0;
 }
 
 /* A hog's first callbacks fault its own code's pages in. */
