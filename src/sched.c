@@ -127,7 +127,7 @@ static void sync_report(struct ctx *c, struct stop_outcome *o, int me,
 
 	o->tries = 1;
 	o->ended = r ? STOP_TIMEDOUT : STOP_RAN;
-	if (me >= 0 && cpuhog_i_hog_of(c, (unsigned int)me))
+	if (cpuhog_i_hog_of(c, (unsigned int)me)) /* -1: none */
 		cpuhog_i_call_report_cpu(o, (unsigned int)me, passed, t0, t0);
 	for (i = 0; i < c->nr_hogs; i++) {
 		unsigned int cpu = c->by_topo[i]->cpu;
@@ -293,8 +293,8 @@ static bool displaceable(struct ctx *c, pid_t tid)
 static int do_migrate(struct ctx *c, struct migration *m, unsigned int cpu)
 {
 	struct work w = { .fn = migrate_cpu, .arg = m, .flags = W_F_INTERNAL };
-	int src = last_cpu(m->tid);
-	struct hog *h = src >= 0 ? cpuhog_i_hog_of(c, (unsigned int)src) : NULL;
+	/* last_cpu()'s -1 is past every CPU: no hog */
+	struct hog *h = cpuhog_i_hog_of(c, (unsigned int)last_cpu(m->tid));
 	int r;
 
 	CPU_ZERO_S(m->setsize, m->set);
