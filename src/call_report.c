@@ -187,15 +187,11 @@ void cpuhog_i_call_report_hogs(const struct sel *s, bool pushed,
 	}
 }
 
-/* Whether @tid is ours to leave out: a hog (it waits on its CPU too), or
- * the caller, which may run on a missing CPU its holder has since left. */
-static bool is_ours(struct ctx *c, pid_t tid)
+bool cpuhog_i_is_hog(const struct ctx *c, pid_t tid)
 {
 	unsigned int i;
 
-	if (tid == gettid())
-		return true;
-	for (i = 0; c && i < c->nr_hogs; i++)
+	for (i = 0; i < c->nr_hogs; i++)
 		if (c->hogs[i].tid == tid)
 			return true;
 	return false;
@@ -230,8 +226,8 @@ static bool read_proc(const struct suspect *x, const char *name, char *buf,
  * (the CPU it last ran on, rt_priority, policy). */
 static bool read_task(struct suspect *x)
 {
-	char buf[1024], *p, *q;
-	int field;
+	char buf[1024];
+	const char *p, *q;
 
 	if (!read_proc(x, "stat", buf, sizeof(buf)))
 		return false;
@@ -240,8 +236,7 @@ static bool read_task(struct suspect *x)
 	if (!p || !q || q < p || strncmp(q, ") R ", 4))
 		return false;
 	snprintf(x->comm, sizeof(x->comm), "%.*s", (int)(q - p - 1), p + 1);
-	for (field = 3, p = q + 1; field < 39 && p; field++)
-		p = strchr(p + 1, ' ');
+	p = cpuhog_i_stat_field(buf, 39);
 	return p && sscanf(p, "%u %d %d", &x->cpu, &x->prio, &x->policy) == 3;
 }
 
@@ -287,7 +282,10 @@ static unsigned int suspects(struct ctx *c, const struct cpuhog_report *rep,
 			continue;
 		while (ns < SUSPECTS && (te = readdir(tasks))) {
 			x.tid = (pid_t)atoi(te->d_name);
-			if (x.tid <= 0 || is_ours(c, x.tid) || !read_task(&x) ||
+			/* ours aside: a hog waits on its CPU too, and the
+			 * caller may run on a CPU its holder has since left */
+			if (x.tid <= 0 || x.tid == gettid() ||
+			    cpuhog_i_is_hog(c, x.tid) || !read_task(&x) ||
 			    !missing(rep, m, x.cpu))
 				continue;
 			x.ran0 = run_time(&x);

@@ -96,6 +96,7 @@ HIDDEN void cpuhog_i_stop_report_try(const struct sel *s,
 				     struct stop_outcome *o);
 HIDDEN int cpuhog_i_stop_report_end(struct ctx *c, struct stop_outcome *o,
 				    int ret);
+HIDDEN bool cpuhog_i_is_hog(const struct ctx *c, pid_t tid);
 
 /* poll.c */
 HIDDEN bool cpuhog_i_poll_offer(struct hog *h);
@@ -177,6 +178,7 @@ HIDDEN bool cpuhog_i_affine_only(pid_t tid, size_t setsize, cpu_set_t *scratch,
 				 unsigned int cpu);
 HIDDEN ssize_t cpuhog_i_read_fd(int fd, char *buf, size_t size);
 HIDDEN ssize_t cpuhog_i_read_file(const char *path, char *buf, size_t size);
+HIDDEN const char *cpuhog_i_stat_field(const char *buf, int n);
 HIDDEN bool cpuhog_i_mask_allows(int status_fd, size_t setsize,
 				 cpu_set_t *scratch, unsigned int cpu);
 HIDDEN bool cpuhog_i_pinned_to(size_t setsize, cpu_set_t *scratch,

@@ -142,6 +142,17 @@ ssize_t cpuhog_i_read_file(const char *path, char *buf, size_t size)
 	return n;
 }
 
+/* Field @n of the /proc stat line @buf, counted past the command name,
+ * which may hold spaces: the blank before it; NULL: none. */
+const char *cpuhog_i_stat_field(const char *buf, int n)
+{
+	const char *p = strrchr(buf, ')');
+
+	while (p && n-- > 2)
+		p = strchr(p + 1, ' ');
+	return p;
+}
+
 /* A sysfs CPU list file into @set (CPUs past its end ignored): the
  * number of CPUs read, or -1 where it cannot be read. */
 int cpuhog_i_read_cpulist(const char *path, size_t setsize, cpu_set_t *set)

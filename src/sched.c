@@ -17,7 +17,6 @@
 #include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 /*
@@ -85,45 +84,36 @@ static int sync_poll(struct ctx *c, bool timed_out, uint64_t *deadline)
 	return timed_out ? -ETIMEDOUT : 0;
 }
 
-/* The hogs a pass wakes: every hogged CPU's but ours (@me).  One whose
- * CPU cannot be had is not woken: *@away, the kernel does its barrier. */
-static struct sel *sync_select(struct ctx *c, int me, bool *away)
+/* The hogs a pass wakes: every hogged CPU's but ours (@me), less those
+ * whose poller answered (with a report: their CPUs into @acked).  One
+ * whose CPU cannot be had is not woken: *@away, the kernel does its
+ * barrier. */
+static struct sel *sync_select(struct ctx *c, int me, bool *away,
+			       cpu_set_t *acked)
 {
+	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
 	struct sel *s = cpuhog_i_multi_sel(c);
 	unsigned int i;
 
+	if (acked)
+		CPU_ZERO_S(sz, acked);
 	for (i = 0; i < c->nr_hogs; i++) { /* the wake tree's order */
 		struct hog *h = c->by_topo[i];
 
 		if ((int)h->cpu == me)
 			continue;
-		if (cpuhog_i_hog_usable(c, h))
-			cpuhog_i_sel_add(s, h, 0);
-		else
+		if (!cpuhog_i_hog_usable(c, h)) {
 			*away = true;
+			continue;
+		}
+		cpuhog_i_sel_add(s, h, 0);
+		if (acked)
+			CPU_SET_S(h->cpu, sz, acked);
 	}
-	return s;
-}
-
-/* cpuhog_i_poll_sync(); with a report (@o), the CPUs whose poller
- * answered into c->mscratch, and when (*@acked_at). */
-static void sync_polled(struct ctx *c, struct sel *s, struct stop_outcome *o,
-			uint64_t *acked_at)
-{
-	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
-	unsigned int i;
-
-	if (!o) {
-		cpuhog_i_poll_sync(c, s);
-		return;
-	}
-	CPU_ZERO_S(sz, c->mscratch);
-	for (i = 0; i < s->n; i++)
-		CPU_SET_S(s->hog[i]->cpu, sz, c->mscratch);
 	cpuhog_i_poll_sync(c, s);
-	for (i = 0; i < s->n; i++)
-		CPU_CLR_S(s->hog[i]->cpu, sz, c->mscratch);
-	*acked_at = cpuhog_i_now_ns();
+	for (i = 0; acked && i < s->n; i++)
+		CPU_CLR_S(s->hog[i]->cpu, sz, acked);
+	return s;
 }
 
 /* A pass's report: our CPU (@me) passed at @t0, the pollers' at
@@ -137,7 +127,7 @@ static void sync_report(struct ctx *c, struct stop_outcome *o, int me,
 
 	o->tries = 1;
 	o->ended = r ? STOP_TIMEDOUT : STOP_RAN;
-	if (me >= 0 && cpuhog_i_hog_of(c, (unsigned int)me))
+	if (cpuhog_i_hog_of(c, (unsigned int)me)) /* -1: none */
 		cpuhog_i_call_report_cpu(o, (unsigned int)me, passed, t0, t0);
 	for (i = 0; i < c->nr_hogs; i++) {
 		unsigned int cpu = c->by_topo[i]->cpu;
@@ -155,7 +145,7 @@ static int sync_pass(struct ctx *c, struct stop_outcome *o)
 {
 	uint64_t seq = atomic_load_explicit(&c->sync_seq, memory_order_relaxed);
 	uint64_t deadline = cpuhog_i_deadline_in(c->stop_timeout_ns);
-	uint64_t t0 = o ? cpuhog_i_now_ns() : 0, acked_at = 0;
+	uint64_t t0 = o ? cpuhog_i_now_ns() : 0, acked_at;
 	struct sel *s;
 	bool away = false;
 	int64_t gen;
@@ -166,8 +156,8 @@ static int sync_pass(struct ctx *c, struct stop_outcome *o)
 	 * Our own CPU needs no hog: what ran there was switched out. */
 	atomic_fetch_add(&c->sync_seq, 1);
 	me = sched_getcpu();
-	s = sync_select(c, me, &away);
-	sync_polled(c, s, o, &acked_at);
+	s = sync_select(c, me, &away, o ? c->mscratch : NULL);
+	acked_at = o ? cpuhog_i_now_ns() : 0;
 	gen = s->n ? cpuhog_i_multi_reserve(c, s, deadline) : -1;
 	r = gen == -ETIMEDOUT ? -ETIMEDOUT : 0;
 	if (gen >= 0) {
@@ -249,28 +239,16 @@ int hog_synchronize_report(struct cpuhog_report *rep)
 /* The CPU @tid last ran on (field 39 of /proc/self/task/TID/stat). */
 static int last_cpu(pid_t tid)
 {
-	char path[64], buf[1024], *p, *save;
-	int cpu = -1, field;
-	FILE *f;
+	char path[64], buf[1024];
+	const char *p;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	f = fopen(path, "re");
-	if (!f) {
+	if (cpuhog_i_read_file(path, buf, sizeof(buf)) < 0) {
 		snprintf(path, sizeof(path), "/proc/%d/stat", (int)tid);
-		f = fopen(path, "re");
+		cpuhog_i_read_file(path, buf, sizeof(buf));
 	}
-	if (!f)
-		return -1;
-	/* the fields after the command name, which may hold spaces */
-	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')'))) {
-		p = strtok_r(p + 1, " ", &save);
-		for (field = 3; p && field < 39; field++)
-			p = strtok_r(NULL, " ", &save);
-		if (p)
-			cpu = atoi(p);
-	}
-	fclose(f);
-	return cpu;
+	p = cpuhog_i_stat_field(buf, 39);
+	return p ? atoi(p) : -1;
 }
 
 struct migration {
@@ -300,16 +278,6 @@ static bool own_thread(pid_t tid)
 	return syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno == EPERM;
 }
 
-static bool is_hog(struct ctx *c, pid_t tid)
-{
-	unsigned int i;
-
-	for (i = 0; i < c->nr_hogs; i++)
-		if (c->hogs[i].tid == tid)
-			return true;
-	return false;
-}
-
 /* Whether a hog can preempt @tid at all: not if it is RT at our level. */
 static bool displaceable(struct ctx *c, pid_t tid)
 {
@@ -325,8 +293,8 @@ static bool displaceable(struct ctx *c, pid_t tid)
 static int do_migrate(struct ctx *c, struct migration *m, unsigned int cpu)
 {
 	struct work w = { .fn = migrate_cpu, .arg = m, .flags = W_F_INTERNAL };
-	int src = last_cpu(m->tid);
-	struct hog *h = src >= 0 ? cpuhog_i_hog_of(c, (unsigned int)src) : NULL;
+	/* last_cpu()'s -1 is past every CPU: no hog */
+	struct hog *h = cpuhog_i_hog_of(c, (unsigned int)last_cpu(m->tid));
 	int r;
 
 	CPU_ZERO_S(m->setsize, m->set);
@@ -364,7 +332,7 @@ static int migrate(pid_t tid, unsigned int cpu)
 		r = -ESRCH;
 	else if (sched_getaffinity(m.tid, m.setsize, m.set) < 0)
 		r = -errno;
-	else if (is_hog(c, m.tid))
+	else if (cpuhog_i_is_hog(c, m.tid))
 		r = -EINVAL;
 	else
 		r = do_migrate(c, &m, cpu);
