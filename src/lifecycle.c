@@ -513,9 +513,9 @@ static void orphans_free(void)
 }
 
 /*
- * Initialise with @attr; @inherit: an implicit init (a call's), which in
- * a forked child takes the parent's attributes from the context the fork
- * left behind, as the child inherits the parent's affinity.
+ * Initialise with @attr; @inherit: an implicit init (a call's, @attr
+ * NULL), which in a forked child takes the parent's attributes from the
+ * context the fork left behind, as the child inherits its affinity.
  */
 static int init_as(const struct cpuhog_attr *attr, bool inherit)
 {
@@ -542,7 +542,7 @@ static int init_as(const struct cpuhog_attr *attr, bool inherit)
 	 * orphans are freed before the new context is made: malloc's locks
 	 * may be taken in a forked child, and freed memory is what the new
 	 * context gets without them (ASan's allocator deadlocks otherwise). */
-	if (inherit && !attr && g_orphans) {
+	if (inherit && g_orphans) {
 		kept = g_orphans->attr;
 		kept_cpus = g_orphans->attr_cpus;
 		g_orphans->attr_cpus = NULL;
