@@ -245,7 +245,6 @@ struct ctx {
 	struct hog **by_cpu; /* nr_cpu_ids entries; NULL: no hog */
 	struct hog **by_topo; /* nr_hogs entries, in topology order */
 	unsigned int fanout;  /* the wake tree's k (wake.c) */
-	uint64_t attr_fanout; /* cpuhog_attr.wake_fanout, 0: see wake.c */
 	struct hog **kid_store; /* nr_hogs * fanout: every hog's kids */
 	struct hog *hogs;    /* nr_hogs entries */
 	unsigned int flags;
@@ -258,7 +257,7 @@ struct ctx {
 	 * whose affinity tells where our threads may go (lifecycle.c,
 	 * watch_main(); multi.c, cpuhog_i_reach()): its tid, and 0 starting, 1
 	 * running, 2 told to stop (a futex). */
-	bool partial, watching;
+	bool partial;
 	pid_t watch_tid;
 	_Atomic uint32_t watch_state;
 	pthread_t watcher;
@@ -329,7 +328,7 @@ HIDDEN extern _Atomic uint64_t cpuhog_i_spin_ns; /* hog_work_wait() holds no
 					     reference to the context */
 HIDDEN extern _Atomic uint32_t cpuhog_i_epoch; /* moves on in a forked child */
 
-/* topology.c: each hog's tree.topo, and by_topo in that order */
+/* topology.c: each hog's tree.topo and tree.kids, and by_topo in that order */
 HIDDEN void cpuhog_i_topo_sort(struct ctx *c);
 
 #endif

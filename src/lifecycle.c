@@ -137,18 +137,17 @@ static int watch_start(struct ctx *c)
 	/* acquire: pairs with watch_main()'s release */
 	while (!atomic_load_explicit(&c->watch_state, memory_order_acquire))
 		cpuhog_i_futex_wait(&c->watch_state, 0, NO_DEADLINE);
-	c->watching = true;
 	return 0;
 }
 
+/* Only once per context, by hogs_stop(); state 0: none started. */
 static void watch_stop(struct ctx *c)
 {
-	if (!c->watching)
+	if (!atomic_load(&c->watch_state))
 		return;
 	atomic_store(&c->watch_state, 2);
 	cpuhog_i_futex_wake(&c->watch_state, 1);
 	pthread_join(c->watcher, NULL);
-	c->watching = false;
 }
 
 /* Stop every hog once its queue is drained, and join them, until
@@ -174,25 +173,29 @@ static bool hogs_stop(struct ctx *c, const struct timespec *until)
 }
 
 /* Every CPU the kernel may ever bring up (sysfs "possible"), in a new
- * set of @nr CPUs; all of them where the file cannot be read. */
-static cpu_set_t *possible_set(unsigned int nr)
+ * set of *@nr CPUs; all of them where the file cannot be read.  None is
+ * *@nr or above: cpuhog_i_possible_cpus() is past the file's highest. */
+static cpu_set_t *possible_set(unsigned int *nr)
 {
-	size_t sz = CPU_ALLOC_SIZE(nr);
-	cpu_set_t *set = CPU_ALLOC(nr);
-	unsigned int cpu;
+	unsigned int cpu, n = cpuhog_i_possible_cpus();
+	size_t sz = CPU_ALLOC_SIZE(n);
+	cpu_set_t *set = CPU_ALLOC(n);
 
-	if (set && cpuhog_i_read_cpulist("/sys/devices/system/cpu/possible", sz,
-					 set) <= 0)
-		for (cpu = 0; cpu < nr; cpu++)
-			CPU_SET_S(cpu, sz, set);
+	*nr = n;
+	if (!set || cpuhog_i_read_cpulist("/sys/devices/system/cpu/possible",
+					  sz, set) > 0)
+		return set;
+	CPU_ZERO_S(sz, set); /* an unread file leaves it as malloc's */
+	for (cpu = 0; cpu < n; cpu++)
+		CPU_SET_S(cpu, sz, set);
 	return set;
 }
 
 /* -EINVAL if @set names a CPU that cannot exist on this machine. */
 static int cpus_exist(size_t setsize, const cpu_set_t *set)
 {
-	unsigned int nr = cpuhog_i_possible_cpus();
-	cpu_set_t *possible = possible_set(nr);
+	unsigned int nr;
+	cpu_set_t *possible = possible_set(&nr);
 	size_t cpu, sz = CPU_ALLOC_SIZE(nr);
 	int r = 0;
 
@@ -200,7 +203,7 @@ static int cpus_exist(size_t setsize, const cpu_set_t *set)
 		return -ENOMEM;
 	for (cpu = 0; cpu < setsize * 8 && !r; cpu++)
 		if (CPU_ISSET_S(cpu, setsize, set) &&
-		    (cpu >= nr || !CPU_ISSET_S(cpu, sz, possible)))
+		    !CPU_ISSET_S(cpu, sz, possible))
 			r = -EINVAL;
 	CPU_FREE(possible);
 	return r;
@@ -263,17 +266,15 @@ static uint64_t default_stop_timeout(void)
 	return ms ? ms * 1000000ull : 200000000ull;
 }
 
-static void ctx_settings(struct ctx *c, const struct cpuhog_attr *a)
+/* The settings of c->attr; the flags in force (the environment's
+ * included) kept there too. */
+static void ctx_settings(struct ctx *c)
 {
 	const char *strict = getenv("CPUHOG_STRICT");
 	const char *poll = getenv("CPUHOG_POLL");
 	const char *weak = getenv("CPUHOG_WEAK");
-	struct cpuhog_attr def;
+	const struct cpuhog_attr *a = &c->attr;
 
-	if (!a) {
-		cpuhog_attr_init(&def);
-		a = &def;
-	}
 	c->flags = a->flags;
 	if (strict && strcmp(strict, "1") == 0)
 		c->flags |= CPUHOG_F_STRICT;
@@ -281,6 +282,7 @@ static void ctx_settings(struct ctx *c, const struct cpuhog_attr *a)
 		c->flags |= CPUHOG_F_POLL;
 	if (weak && strcmp(weak, "1") == 0)
 		c->flags |= CPUHOG_F_WEAK;
+	c->attr.flags = c->flags;
 	c->poll_ns = a->poll_ns;
 	c->want_priority =
 		a->priority ? a->priority : sched_get_priority_max(SCHED_FIFO);
@@ -288,7 +290,6 @@ static void ctx_settings(struct ctx *c, const struct cpuhog_attr *a)
 	c->overrun_ns = a->overrun_ns ? a->overrun_ns : 100000000u;
 	c->stop_timeout_ns = a->stop_timeout_ns ? a->stop_timeout_ns
 						: default_stop_timeout();
-	c->attr_fanout = a->wake_fanout;
 	c->spin_ns = a->spin_ns == CPUHOG_NO_SPIN ? 0
 		     : a->spin_ns		   ? a->spin_ns
 						   : 50000u;
@@ -299,21 +300,11 @@ static void ctx_settings(struct ctx *c, const struct cpuhog_attr *a)
  * kernel keeps a stopper per possible CPU: wherever a thread of ours may
  * run, now or after a hotplug, a cpuset change or its own
  * sched_setaffinity(), there is a hog (away until its CPU can be had).
+ * Either is a set of nr_cpu_ids CPUs.
  */
-static cpu_set_t *wanted_cpus(struct ctx *c, const struct cpuhog_attr *a)
+static const cpu_set_t *wanted_cpus(const struct ctx *c)
 {
-	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
-	cpu_set_t *set = CPU_ALLOC(c->nr_cpu_ids);
-
-	if (!set)
-		return NULL;
-	CPU_ZERO_S(sz, set);
-	if (a && a->cpus)
-		memcpy(set, a->cpus, a->cpus_setsize < sz ? a->cpus_setsize : sz);
-	else
-		CPU_OR_S(sz, set, set, c->possible);
-	c->partial = !CPU_EQUAL_S(sz, set, c->possible); /* cpuhog_i_reach() */
-	return set;
+	return c->attr_cpus ? c->attr_cpus : c->possible;
 }
 
 /* Create the hog of @cpu, born pinned (or away while its CPU cannot be
@@ -345,9 +336,10 @@ static int hog_start(struct ctx *c, struct hog *h, unsigned int cpu)
 
 /* Everything a call may need, made with the context: a call (a stop
  * included) never allocates. */
-static int ctx_alloc(struct ctx *c, const cpu_set_t *want)
+static int ctx_alloc(struct ctx *c)
 {
-	unsigned int n = CPU_COUNT_S(CPU_ALLOC_SIZE(c->nr_cpu_ids), want);
+	unsigned int n = CPU_COUNT_S(CPU_ALLOC_SIZE(c->nr_cpu_ids),
+				     wanted_cpus(c));
 	pthread_mutexattr_t ma;
 
 	if (!n)
@@ -357,7 +349,7 @@ static int ctx_alloc(struct ctx *c, const cpu_set_t *want)
 	c->sel.hog = calloc(n, sizeof(*c->sel.hog));
 	c->sel.flags = calloc(n, sizeof(*c->sel.flags));
 	c->by_topo = calloc(n, sizeof(*c->by_topo));
-	c->fanout = cpuhog_i_fanout_of(c->attr_fanout, n); /* at most n */
+	c->fanout = cpuhog_i_fanout_of(c->attr.wake_fanout, n); /* at most n */
 	c->kid_store = calloc((size_t)n * c->fanout, sizeof(*c->kid_store));
 	c->mscratch = CPU_ALLOC(c->nr_cpu_ids);
 	c->mscratch2 = CPU_ALLOC(c->nr_cpu_ids);
@@ -396,10 +388,11 @@ static void hogs_await_start(struct ctx *c)
 	}
 }
 
-/* A hog for every CPU of @want, then the watcher; -ENOENT if none of the
+/* A hog for every wanted CPU, then the watcher; -ENOENT if none of the
  * CPUs can be had now.  On failure what started is stopped again. */
-static int hogs_start(struct ctx *c, const cpu_set_t *want)
+static int hogs_start(struct ctx *c)
 {
+	const cpu_set_t *want = wanted_cpus(c);
 	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
 	unsigned int cpu, here = 0;
 	int r = 0;
@@ -424,19 +417,6 @@ static int hogs_start(struct ctx *c, const cpu_set_t *want)
 	return r;
 }
 
-/* The wake tree's shape (wake.c): each hog's place in topology order
- * and room for its children; the fan-out at most the hogs there are. */
-static void tree_setup(struct ctx *c)
-{
-	unsigned int i;
-
-	if (c->fanout > c->nr_hogs)
-		c->fanout = c->nr_hogs;
-	for (i = 0; i < c->nr_hogs; i++)
-		c->hogs[i].tree.kids = c->kid_store + (size_t)i * c->fanout;
-	cpuhog_i_topo_sort(c);
-}
-
 /* Poll mode: a poller per hog, or none at all (the flag says which). */
 static void pollers_start(struct ctx *c)
 {
@@ -451,51 +431,53 @@ static void pollers_start(struct ctx *c)
 		}
 }
 
-/* Keep what @c was made with (the flags in force, the environment's
- * included), for a forked child to make its context alike. */
+/* Keep what @c is made with (defaults where @a is NULL), for its
+ * settings and for a forked child to make its context alike; its CPUs
+ * (attr_check(): all possible) in a set of nr_cpu_ids. */
 static int attr_keep(struct ctx *c, const struct cpuhog_attr *a)
 {
+	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
+
 	cpuhog_attr_init(&c->attr);
-	if (a) /* every field ctx_settings() read, reserved_ left 0 */
+	if (a) /* every field ctx_settings() reads, reserved_ left 0 */
 		memcpy(&c->attr, a, offsetof(struct cpuhog_attr, reserved_));
 	c->attr.size = sizeof(c->attr);
-	c->attr.flags = c->flags;
 	if (!a || !a->cpus)
 		return 0;
-	/* attr_check(): cpus_setsize is not 0 */
-	c->attr_cpus = malloc(a->cpus_setsize);
+	c->attr_cpus = CPU_ALLOC(c->nr_cpu_ids);
 	if (!c->attr_cpus)
 		return -ENOMEM;
-	memcpy(c->attr_cpus, a->cpus, a->cpus_setsize);
+	CPU_ZERO_S(sz, c->attr_cpus);
+	memcpy(c->attr_cpus, a->cpus,
+	       a->cpus_setsize < sz ? a->cpus_setsize : sz);
 	c->attr.cpus = c->attr_cpus;
+	c->attr.cpus_setsize = sz;
+	/* for cpuhog_i_reach() */
+	c->partial = !CPU_EQUAL_S(sz, c->attr_cpus, c->possible);
 	return 0;
 }
 
 static int ctx_create(const struct cpuhog_attr *a, struct ctx **out)
 {
 	struct ctx *c = calloc(1, sizeof(*c));
-	cpu_set_t *want = NULL;
 	int r = -ENOMEM;
 
 	if (!c)
 		return -ENOMEM;
-	c->nr_cpu_ids = cpuhog_i_possible_cpus();
-	ctx_settings(c, a);
-	c->possible = possible_set(c->nr_cpu_ids);
+	c->possible = possible_set(&c->nr_cpu_ids);
 	if (c->possible)
-		want = wanted_cpus(c, a);
-	if (want)
-		r = ctx_alloc(c, want);
-	if (r == 0)
 		r = attr_keep(c, a);
+	if (r == 0) {
+		ctx_settings(c);
+		r = ctx_alloc(c);
+	}
 	if (r == 0)
-		r = hogs_start(c, want);
-	CPU_FREE(want);
+		r = hogs_start(c);
 	if (r < 0) {
 		ctx_free(c);
 		return r;
 	}
-	tree_setup(c);
+	cpuhog_i_topo_sort(c);
 	pollers_start(c);
 	*out = c;
 	return 0;
@@ -531,9 +513,9 @@ static void orphans_free(void)
 }
 
 /*
- * Initialise with @attr; @inherit: an implicit init (a call's), which in
- * a forked child takes the parent's attributes from the context the fork
- * left behind, as the child inherits the parent's affinity.
+ * Initialise with @attr; @inherit: an implicit init (a call's, @attr
+ * NULL), which in a forked child takes the parent's attributes from the
+ * context the fork left behind, as the child inherits its affinity.
  */
 static int init_as(const struct cpuhog_attr *attr, bool inherit)
 {
@@ -560,7 +542,7 @@ static int init_as(const struct cpuhog_attr *attr, bool inherit)
 	 * orphans are freed before the new context is made: malloc's locks
 	 * may be taken in a forked child, and freed memory is what the new
 	 * context gets without them (ASan's allocator deadlocks otherwise). */
-	if (inherit && !attr && g_orphans) {
+	if (inherit && g_orphans) {
 		kept = g_orphans->attr;
 		kept_cpus = g_orphans->attr_cpus;
 		g_orphans->attr_cpus = NULL;
@@ -653,21 +635,21 @@ int cpuhog_init(const struct cpuhog_attr *attr)
 	return init_as(attr, false);
 }
 
-/* How long unload() waits for the hogs to go: 250 ms, or the stop
- * timeout where longer (at most 10 s): a hog not gone by then is held by
- * someone else, as a stop would judge. */
-static struct timespec unload_until(const struct ctx *c)
+/* Into @t, when unload() stops waiting for @c's threads to go: in
+ * 250 ms, or the stop timeout where longer (at most 10 s): one not gone
+ * by then is held by someone else, as a stop would judge. */
+static const struct timespec *unload_until(const struct ctx *c,
+					   struct timespec *t)
 {
 	uint64_t ns = 250000000u;
-	struct timespec t;
 
-	if (c && c->stop_timeout_ns > ns)
+	if (c->stop_timeout_ns > ns)
 		ns = c->stop_timeout_ns < 10000000000u ? c->stop_timeout_ns
 						     : 10000000000u;
-	clock_gettime(CLOCK_REALTIME, &t);
-	ns += (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-	t.tv_sec = (time_t)(ns / 1000000000u);
-	t.tv_nsec = (long)(ns % 1000000000u);
+	clock_gettime(CLOCK_REALTIME, t);
+	ns += (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec;
+	t->tv_sec = (time_t)(ns / 1000000000u);
+	t->tv_nsec = (long)(ns % 1000000000u);
 	return t;
 }
 
@@ -690,18 +672,14 @@ __attribute__((destructor)) static void unload(void)
 	    (was = lock_init()) < 0)
 		return;
 	c = cpuhog_i_ctx_quiet() ? cpuhog_i_ctx_retire() : NULL;
-	until = unload_until(c);
-	if (c && hogs_stop(c, &until))
+	if (c && hogs_stop(c, unload_until(c, &until)))
 		ctx_free(c);
 	unlock_init(was);
-	if (c)
+	/* a call in progress: shutdown waits for our reference */
+	if (c || !(c = cpuhog_i_ctx_ref()))
 		return;
-	c = cpuhog_i_ctx_ref(); /* a call in progress: shutdown waits for us */
-	if (c) {
-		until = unload_until(c);
-		cpuhog_i_poll_exit_all(c->hogs, c->nr_hogs, &until);
-		cpuhog_i_ctx_put();
-	}
+	cpuhog_i_poll_exit_all(c->hogs, c->nr_hogs, unload_until(c, &until));
+	cpuhog_i_ctx_put();
 }
 
 void cpuhog_shutdown(void)

@@ -23,15 +23,13 @@
 /* A small number from sysfs; -1 when missing or not a number. */
 static long sysfs_long(const char *path)
 {
-	FILE *f = fopen(path, "re");
-	long v = -1;
+	char buf[32], *end;
+	long v;
 
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
+	if (cpuhog_i_read_file(path, buf, sizeof(buf)) <= 0)
+		return -1;
+	v = strtol(buf, &end, 10);
+	return end > buf ? v : -1;
 }
 
 /* The lowest CPU sharing @cpu's last-level cache; -1 if none is listed. */
@@ -86,12 +84,14 @@ static int by_key(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Each hog's key, and c->by_topo: the hogs in topology order. */
+/* The wake tree's shape (wake.c): each hog's key and room for its
+ * children, and c->by_topo: the hogs in topology order. */
 void cpuhog_i_topo_sort(struct ctx *c)
 {
 	unsigned int i;
 
 	for (i = 0; i < c->nr_hogs; i++) {
+		c->hogs[i].tree.kids = c->kid_store + (size_t)i * c->fanout;
 		c->hogs[i].tree.topo = topo_key(c, c->hogs[i].cpu);
 		c->by_topo[i] = &c->hogs[i];
 	}
