@@ -1,17 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The context layer: what a context, a hog, a work and a stop's state
- * are, and the few things every other file of src/ does with them.  It
- * calls none of those files.  The layer is this header, context.c (the
- * reference a call holds, who the calling thread is, a hog by CPU) and
- * topology.c (the machine's shape, the order the wake tree walks).  The
- * rooms above it (poll mode, the wake, the hog's loop, lifecycle.c that
- * makes contexts and starts hogs, then the calls) call only down the
- * list in internal.h; tests/layers_test.sh keeps it so.
- *
- * Who may write what is said at each field; the context is made whole
- * before it is published (cpuhog_i_ctx_publish()), and freed only after every
- * reference is gone (cpuhog_i_ctx_retire()).
+ * are, with context.c (the reference a call holds, who the calling thread
+ * is, a hog by CPU) and topology.c (the order the wake tree walks).  It
+ * calls none of the rooms above it (internal.h).  Who may write what is
+ * said at each field; a context is made whole before it is published
+ * (cpuhog_i_ctx_publish()), and freed only after every reference is gone
+ * (cpuhog_i_ctx_retire()).
  */
 #ifndef CPUHOG_CONTEXT_H
 #define CPUHOG_CONTEXT_H
@@ -68,12 +63,9 @@ _Static_assert(sizeof(struct work) <= sizeof(struct cpuhog_work),
 _Static_assert(alignof(struct work) <= alignof(struct cpuhog_work),
 	       "struct work must align like struct cpuhog_work");
 
-/*
- * The completion of one multi-CPU call.  Lives in the context, not in the
- * caller's frame, because a stop that gave up leaves works behind on a
- * CPU that is still held: when that hog gets to them at last it must find
- * only library memory, and the stale generation tells it not to count.
- */
+/* The completion of one multi-CPU call, in the context, not the caller's
+ * frame: a stale work of a stop that gave up must find library memory,
+ * and a generation that tells it not to count. */
 struct group {
 	_Atomic uint64_t word; /* gen << 32 | works still pending */
 	_Atomic uint32_t seq;  /* futex: +2 on each wake-worthy event; bit 0
@@ -186,11 +178,8 @@ struct hog {
 	struct poller *poll; /* poll mode: its poller (poll.c), or NULL */
 };
 
-/*
- * A stop's state (stop_machine.c's: the phases are its).  It is here
- * because the context allocates it when it is made, so that a stop
- * allocates nothing (test_stop.stop_never_allocates).
- */
+/* A stop's state (stop_machine.c's), allocated with the context so that
+ * a stop allocates nothing (test_stop.stop_never_allocates). */
 struct stop_state {
 	_Atomic uint64_t word;	   /* gen:32 | phase:8 | acks to come:24 */
 	_Atomic uint32_t wake;	   /* futex: kicked at each phase change */
@@ -212,20 +201,15 @@ struct stop_state {
 	bool fn_one;
 	cpuhog_fn_t fn;
 	void *data;
-	/* The caller's alone. */
 	/* stops serialized between processes (serialize.c); read by
 	 * cpuhog_get_info(), relaxed */
 	_Atomic bool serialized;
 	struct ctx *ctx;
 };
 
-/*
- * The hogs of one multi-CPU call, in the wake tree's order, with each
- * one's own work flags (W_F_RUNS_FN).  The storage is the context's, so
- * that a call allocates nothing; multi.c hands it out under multi_lock
- * (cpuhog_i_multi_sel()) and the call passes it
- * down to whatever works on its hogs.
- */
+/* The hogs of one multi-CPU call, in the wake tree's order, with each
+ * one's work flags; the context's storage (a call allocates nothing),
+ * handed out by multi.c under multi_lock and passed down by the call. */
 struct sel {
 	struct hog **hog;	/* nr_hogs entries */
 	uint32_t *flags;	/* nr_hogs entries */

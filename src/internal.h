@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to libcpuhog.  The path of a call: the header's function ->
- * cpuhog_i_ctx_get() -> cpuhog_i_queue_work() onto one hog's list ->
- * cpuhog_i_hog_main() runs it -> work_finish() publishes the result ->
- * the caller's wait.
+ * Private to libcpuhog.  A call's path: the header's function ->
+ * cpuhog_i_ctx_get() -> cpuhog_i_queue_work() onto a hog's list ->
+ * cpuhog_i_hog_main() runs it -> work_finish() -> the caller's wait.
+ * Every extern name that is not API is prefixed cpuhog_i_ where it is
+ * used, so the reader sees what the linker sees (hidden visibility keeps
+ * them out of the shared library's table); a file's own helpers are
+ * static and unprefixed.  The rooms, above the context layer
+ * (context.h), call only down this list: report.c and poll.c; wake.c;
+ * hog.c; lifecycle.c (contexts, every call's entry); call_report.c; then
+ * the calls (tests/layers_test.sh).
  */
 #ifndef CPUHOG_INTERNAL_H
 #define CPUHOG_INTERNAL_H
@@ -16,29 +22,12 @@
 #include <stdatomic.h>
 #include <time.h>
 
-/*
- * Every extern name of the library that is not API carries the reserved
- * prefix cpuhog_i_, written out where it is used, so that what a reader
- * sees is what the linker sees, in the static archive too (hidden
- * visibility keeps them out of the shared library's table).  A file's
- * own helpers are static and unprefixed.
- */
-
 #define HIDDEN __attribute__((visibility("hidden")))
 #include "context.h"
 
-/*
- * The rooms, each above the context layer (context.h) and calling only
- * down this list: report.c and poll.c; wake.c; hog.c (the hog's loop);
- * lifecycle.c (contexts made and freed, the entry of every call); then
- * single.c, multi.c, stop_machine.c and sched.c, the calls.
- */
-
-/* serialize.c: stops serialized between processes (under the rooms, as
- * the context layer is).  cpuhog_i_stop_lock_open(), when a context is made:
- * false where stops cannot be serialized here.  cpuhog_i_stop_lock(): 0,
- * locked; 1, unserialized (no lock to be had); -ETIMEDOUT after four times
- * @timeout_ns (a stop's timeout) of waiting. */
+/* serialize.c (under the rooms): stops serialized between processes.
+ * lock_open(): false where they cannot be.  lock(): 0 locked; 1 no lock
+ * to be had; -ETIMEDOUT after waiting four times @timeout_ns. */
 HIDDEN bool cpuhog_i_stop_lock_open(void);
 HIDDEN int cpuhog_i_stop_lock(uint64_t timeout_ns, bool *waited);
 HIDDEN void cpuhog_i_stop_unlock(void);
@@ -133,15 +122,11 @@ HIDDEN void cpuhog_i_redirect_signals(struct hog *h);
  * symbol from dladdr() or the object's own symbol table (symbols.c). */
 HIDDEN void cpuhog_i_symbol_describe(const void *addr, char *buf, size_t size);
 
-/*
- * Between a seq_cst store and a seq_cst load of another location, where
- * the two sides of Dekker's pattern meet (a sleeper says it sleeps, then
- * looks for work; a waker publishes work, then looks for a sleeper).
- * C11 orders the pair with no fence, and so do x86 and arm64 hardware;
- * QEMU's user-mode arm64 on an x86 host (make check-arm64) does not, and
- * a wake-up would be lost.  So on arm64 a full fence (dmb ish): a few
- * nanoseconds on hardware, on paths about to sleep or stop.
- */
+/* Between the seq_cst store and the seq_cst load of Dekker's pattern
+ * (sleeper: say it sleeps, look for work; waker: publish, look for a
+ * sleeper).  C11, x86 and arm64 order the pair unfenced; QEMU's
+ * user-mode arm64 on x86 (make check-arm64) does not, so arm64 gets a
+ * dmb ish: nanoseconds, on paths about to sleep or stop. */
 #if defined(__aarch64__)
 #define store_load_fence() atomic_thread_fence(memory_order_seq_cst)
 #else
@@ -155,8 +140,7 @@ HIDDEN int cpuhog_i_futex_wait(_Atomic uint32_t *addr, uint32_t val,
 			       uint64_t deadline_ns);
 HIDDEN void cpuhog_i_futex_wake(_Atomic uint32_t *addr, int n);
 /* A waiter's wait (platform.c): WAIT() reads the word first, as each
- * cpuhog_i_wait_turn() does last; the turn returns the time where it read the
- * clock, else 0. */
+ * cpuhog_i_wait_turn() does last; a turn returns the time it read, or 0. */
 struct wait {
 	_Atomic uint32_t *word; /* the futex, which wakers move */
 	uint32_t bit, seen;	/* the waiter bit; the word as last read */
@@ -193,8 +177,8 @@ HIDDEN void cpuhog_i_obtain_priority(struct hog *h, int want);
 HIDDEN void cpuhog_i_serialize_core(void);
 HIDDEN void cpuhog_i_thread_switches(struct sw_count *out);
 
-/* One more in a hog's counter (struct hog: run, slept, ...): a relaxed
- * load and store, as the hog is its only writer. */
+/* One more in a hog's counter: relaxed load and store, as the hog is
+ * its only writer. */
 static inline void hog_bump(_Atomic uint64_t *ctr)
 {
 	atomic_store_explicit(
