@@ -155,7 +155,7 @@ struct wait {
 	  (spin_end), (deadline), 0, 1 }
 HIDDEN uint64_t cpuhog_i_wait_turn(struct wait *w);
 HIDDEN void cpuhog_i_wait_kick(_Atomic uint32_t *word);
-HIDDEN unsigned int cpuhog_i_possible_cpus(void);
+HIDDEN cpu_set_t *cpuhog_i_possible_set(unsigned int *nr);
 HIDDEN int cpuhog_i_read_cpulist(const char *path, size_t setsize,
 				 cpu_set_t *set);
 HIDDEN bool cpuhog_i_affine_only(pid_t tid, size_t setsize, cpu_set_t *scratch,

@@ -172,30 +172,11 @@ static bool hogs_stop(struct ctx *c, const struct timespec *until)
 	return true;
 }
 
-/* Every CPU the kernel may ever bring up (sysfs "possible"), in a new
- * set of *@nr CPUs; all of them where the file cannot be read.  None is
- * *@nr or above: cpuhog_i_possible_cpus() is past the file's highest. */
-static cpu_set_t *possible_set(unsigned int *nr)
-{
-	unsigned int cpu, n = cpuhog_i_possible_cpus();
-	size_t sz = CPU_ALLOC_SIZE(n);
-	cpu_set_t *set = CPU_ALLOC(n);
-
-	*nr = n;
-	if (!set || cpuhog_i_read_cpulist("/sys/devices/system/cpu/possible",
-					  sz, set) > 0)
-		return set;
-	CPU_ZERO_S(sz, set); /* an unread file leaves it as malloc's */
-	for (cpu = 0; cpu < n; cpu++)
-		CPU_SET_S(cpu, sz, set);
-	return set;
-}
-
 /* -EINVAL if @set names a CPU that cannot exist on this machine. */
 static int cpus_exist(size_t setsize, const cpu_set_t *set)
 {
 	unsigned int nr;
-	cpu_set_t *possible = possible_set(&nr);
+	cpu_set_t *possible = cpuhog_i_possible_set(&nr);
 	size_t cpu, sz = CPU_ALLOC_SIZE(nr);
 	int r = 0;
 
@@ -464,7 +445,7 @@ static int ctx_create(const struct cpuhog_attr *a, struct ctx **out)
 
 	if (!c)
 		return -ENOMEM;
-	c->possible = possible_set(&c->nr_cpu_ids);
+	c->possible = cpuhog_i_possible_set(&c->nr_cpu_ids);
 	if (c->possible)
 		r = attr_keep(c, a);
 	if (r == 0) {

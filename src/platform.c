@@ -183,23 +183,35 @@ bool cpuhog_i_mask_allows(int status_fd, size_t setsize, cpu_set_t *scratch,
 	       CPU_ISSET_S(cpu, setsize, scratch);
 }
 
-/* One more than the highest CPU number the kernel may ever bring up. */
-unsigned int cpuhog_i_possible_cpus(void)
+/* Every CPU the kernel may ever bring up (sysfs "possible"), in a new set
+ * of *@nr CPUs, one more than the highest (or than sysconf()'s count);
+ * all of them where the file cannot be read.  NULL: no memory. */
+cpu_set_t *cpuhog_i_possible_set(unsigned int *nr)
 {
-	size_t sz = CPU_ALLOC_SIZE(1u << 16);
-	cpu_set_t *set = CPU_ALLOC(1u << 16);
+	size_t big = CPU_ALLOC_SIZE(1u << 16), sz;
+	cpu_set_t *file = CPU_ALLOC(1u << 16), *set;
 	unsigned int cpu, best = 0;
 	long conf = sysconf(_SC_NPROCESSORS_CONF);
+	bool read = file && cpuhog_i_read_cpulist(
+				    "/sys/devices/system/cpu/possible", big,
+				    file) > 0;
 
-	if (set && cpuhog_i_read_cpulist("/sys/devices/system/cpu/possible", sz,
-					 set) > 0)
-		for (cpu = 0; cpu < (1u << 16); cpu++)
-			if (CPU_ISSET_S(cpu, sz, set))
-				best = cpu + 1;
-	CPU_FREE(set);
+	for (cpu = 0; read && cpu < (1u << 16); cpu++)
+		if (CPU_ISSET_S(cpu, big, file))
+			best = cpu + 1;
 	if (conf > 0 && (unsigned long)conf > best)
 		best = (unsigned int)conf;
-	return best ? best : 1;
+	*nr = best ? best : 1;
+	sz = CPU_ALLOC_SIZE(*nr);
+	set = CPU_ALLOC(*nr);
+	if (set) {
+		CPU_ZERO_S(sz, set);
+		for (cpu = 0; cpu < *nr; cpu++)
+			if (!read || CPU_ISSET_S(cpu, big, file))
+				CPU_SET_S(cpu, sz, set);
+	}
+	CPU_FREE(file);
+	return set;
 }
 
 /* Whether thread @tid (0: the caller) may run on @cpu alone; within the
