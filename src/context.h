@@ -196,6 +196,7 @@ struct stop_state {
 	_Atomic uint64_t deadline;
 	_Atomic uint32_t n;	/* the call's hogs */
 	_Atomic uint64_t next_look; /* the next look's time: hold_lost() */
+	_Atomic uint64_t look_gap;  /* and the wait after it */
 	/* Read by the call's hogs only (a stale hog leaves before it
 	 * looks), fn_one from PREPARE on, fn and data in RUN. */
 	bool fn_one;

@@ -30,7 +30,8 @@
  * but the lock's fcntl().  Model: tests/model/stop.pml.  Kernel entries
  * (tests/test_entries.c): the caller's lock, unlock and wakes; each hog's
  * futex wait and, where fn runs, its checks; while a hog is quiet, one
- * sched_getaffinity() per QUIET_NS for the whole stop.
+ * sched_getaffinity() per look, looks QUIET_NS apart and then ever
+ * further for the whole stop.
  */
 #include "internal.h"
 #include "probes.h"
@@ -170,11 +171,13 @@ static bool claim(_Atomic uint64_t *at, uint64_t seen, uint64_t to)
 }
 
 /* Whether call @gen's hold is lost: this hog is off its CPU, or the next
- * quiet hog (no look of its own for QUIET_NS) is no longer pinned.  One
- * look per QUIET_NS for the whole stop (next_look), not per quiet hog:
- * where vCPUs run in turns all are quiet now and then, and the system
- * calls per hog would grow with N.  A moved hog among spinning ones is
- * the one quiet hog, looked at within QUIET_NS. */
+ * quiet hog (no look of its own for QUIET_NS) is no longer pinned.  The
+ * looks are the whole stop's (next_look), not each quiet hog's, and each
+ * waits twice as long as the last (look_gap): where vCPUs run in turns
+ * all are quiet now and then, and the system calls would grow with N and
+ * with the stop's length (a second in an overcommitted guest), not with
+ * its logarithm.  A moved hog among spinning ones is the one quiet hog,
+ * looked at within QUIET_NS, or within as long as the stop had waited. */
 static bool hold_lost(struct stop_state *st, struct hog *h, uint32_t gen,
 		      uint64_t now)
 {
@@ -193,9 +196,11 @@ static bool hold_lost(struct stop_state *st, struct hog *h, uint32_t gen,
 		if (x == h || b > now || now - b < QUIET_NS ||
 		    RELAXED(&x->st.held_gen) != gen)
 			continue;
-		if (!claim(&st->next_look, next, now + QUIET_NS) ||
+		if (!claim(&st->next_look, next,
+			   now + RELAXED(&st->look_gap)) ||
 		    !claim(&x->st.beat, b, now))
 			return false;
+		SET(&st->look_gap, 2 * RELAXED(&st->look_gap));
 		h->st.look_at = (h->st.look_at + i + 1) % nr;
 		if (cpuhog_i_affine_only(x->tid, h->pin.masksize, h->pin.mask,
 					 x->cpu))
@@ -432,6 +437,7 @@ static int stop_once(struct ctx *c, struct sel *s, bool fn_one,
 	SET(&st->fn_claimed, 0);
 	SET(&st->ret, 0);
 	SET(&st->run_at, 0);
+	SET(&st->look_gap, QUIET_NS);
 	SET(&st->n, s->n);
 	SET(&st->word, WORD(gen, PH_PREPARE, s->n));
 	cpuhog_i_multi_push(c, s, (uint32_t)gen, stop_cpu, st, W_F_INTERNAL);

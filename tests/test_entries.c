@@ -455,8 +455,8 @@ static void count_calls(bool poll, bool flat)
 			      cmax, h, hmax, t, tmax);
 		/* in an emulated guest the hogs of a stop wait long for
 		 * the vCPUs the host runs late, and the stop looks at the
-		 * quiet ones meanwhile (a sched_getaffinity() per QUIET_NS,
-		 * by some hog): the hogs' total is printed, not judged
+		 * quiet ones meanwhile (a sched_getaffinity() per look, ever
+		 * further apart): the hogs' total is printed, not judged
 		 * there; the caller's and the busiest hog's are */
 		fails += c > cmax || t > tmax ||
 			 (h > hmax &&
