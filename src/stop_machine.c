@@ -182,7 +182,7 @@ static bool hold_lost(struct stop_state *st, struct hog *h, uint32_t gen,
 		      uint64_t now)
 {
 	unsigned int i, nr = st->ctx->nr_hogs;
-	uint64_t next = RELAXED(&st->next_look);
+	uint64_t next = RELAXED(&st->next_look), gap = RELAXED(&st->look_gap);
 
 	SET(&h->st.beat, now);
 	if (RELAXED(&st->released) == gen)
@@ -196,11 +196,10 @@ static bool hold_lost(struct stop_state *st, struct hog *h, uint32_t gen,
 		if (x == h || b > now || now - b < QUIET_NS ||
 		    RELAXED(&x->st.held_gen) != gen)
 			continue;
-		if (!claim(&st->next_look, next,
-			   now + RELAXED(&st->look_gap)) ||
+		if (!claim(&st->next_look, next, now + gap) ||
 		    !claim(&x->st.beat, b, now))
 			return false;
-		SET(&st->look_gap, 2 * RELAXED(&st->look_gap));
+		SET(&st->look_gap, 2 * gap);
 		h->st.look_at = (h->st.look_at + i + 1) % nr;
 		if (cpuhog_i_affine_only(x->tid, h->pin.masksize, h->pin.mask,
 					 x->cpu))
