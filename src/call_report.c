@@ -34,10 +34,10 @@ int cpuhog_i_stop_report_begin(struct stop_outcome *o,
 	memset(o, 0, sizeof(*o));
 	if (!rep)
 		return 0;
-	o->rep = rep;
-	o->t0 = cpuhog_i_now_ns();
 	if (rep->size < REPORT_V1 || (rep->cpu_len && !rep->cpu))
 		return -EINVAL;
+	o->rep = rep;
+	o->t0 = cpuhog_i_now_ns();
 	/* what the call fills: the caller's array (cpu, cpu_len) stays */
 	memset(&rep->nr_cpu, 0,
 	       REPORT_V1 - offsetof(struct cpuhog_report, nr_cpu));

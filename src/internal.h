@@ -26,11 +26,11 @@
 #include "context.h"
 
 /* serialize.c (under the rooms): stops serialized between processes.
- * lock_open(): false where they cannot be.  lock(): 0 locked; 1 no lock
- * to be had; -ETIMEDOUT after waiting four times @timeout_ns. */
+ * lock_open(): false where they cannot be. */
+struct stop_outcome;
 HIDDEN bool cpuhog_i_stop_lock_open(void);
-HIDDEN int cpuhog_i_stop_lock(uint64_t timeout_ns, bool *waited);
-HIDDEN void cpuhog_i_stop_unlock(void);
+HIDDEN void cpuhog_i_stop_lock(struct ctx *c, struct stop_outcome *o);
+HIDDEN void cpuhog_i_stop_unlock(const struct stop_outcome *o);
 
 /* wake.c: waking one hog, and the wake tree of a multi-CPU call */
 HIDDEN void cpuhog_i_wake_hog(struct hog *h);
@@ -54,6 +54,9 @@ HIDDEN int cpuhog_i_call_exclusive(const struct ctx *c);
 
 /* multi.c: the call's selection (struct sel) is handed out here */
 HIDDEN struct sel *cpuhog_i_multi_sel(struct ctx *c);
+HIDDEN struct sel *cpuhog_i_stop_select(struct ctx *c, size_t setsize,
+					const cpu_set_t *cpus, bool two,
+					unsigned int cpu1, unsigned int cpu2);
 HIDDEN int64_t cpuhog_i_multi_reserve(struct ctx *c, const struct sel *s,
 				      uint64_t deadline);
 HIDDEN void cpuhog_i_multi_push(struct ctx *c, struct sel *s, uint32_t gen,
@@ -70,7 +73,6 @@ HIDDEN bool cpuhog_i_uncovered(struct ctx *c);
 
 /* call_report.c: the reports of stop_machine_report() and the other
  * multi-CPU calls (outcome.h) */
-struct stop_outcome;
 HIDDEN int cpuhog_i_stop_report_begin(struct stop_outcome *o,
 				      struct cpuhog_report *rep);
 HIDDEN void cpuhog_i_call_report_arm(const struct sel *s);

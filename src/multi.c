@@ -150,6 +150,44 @@ static struct sel *select_hogs(struct ctx *c, size_t setsize,
 	return s;
 }
 
+/* A try's selection, in topology order: every usable hog (with
+ * CPUHOG_CPUS left partial, only where our threads may go:
+ * cpuhog_i_reach()), fn on those of @cpus (NULL: any one); or, @two,
+ * @cpu1's (fn) and @cpu2's.  NULL: a CPU that must take part has no
+ * usable hog, or @cpus is empty. */
+struct sel *cpuhog_i_stop_select(struct ctx *c, size_t setsize,
+				 const cpu_set_t *cpus, bool two,
+				 unsigned int cpu1, unsigned int cpu2)
+{
+	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
+	struct sel *s = cpuhog_i_multi_sel(c);
+	unsigned int i, fns = 0;
+
+	for (i = 0; i < c->nr_hogs; i++) {
+		struct hog *h = c->by_topo[i];
+		bool need = two ? h->cpu == cpu1 || h->cpu == cpu2
+				: cpus && h->cpu < setsize * 8 &&
+					  CPU_ISSET_S(h->cpu, setsize, cpus);
+		bool f = two ? h->cpu == cpu1 : need;
+
+		if ((two && !need) || !cpuhog_i_hog_usable(c, h) ||
+		    (!two && c->partial &&
+		     !CPU_ISSET_S(h->cpu, sz, cpuhog_i_reach(c)))) {
+			if (need)
+				return NULL;
+			continue;
+		}
+		cpuhog_i_sel_add(s, h, f ? W_F_RUNS_FN : 0);
+		fns += f;
+	}
+	if (two ? s->n != 2
+		: !s->n || (cpus && (fns == 0 ||
+				     (int)fns != CPU_COUNT_S(setsize, cpus))))
+		return NULL;
+	return s;
+}
+
+
 /* Reserve the slots of @s (one may be queued still from a stop that gave
  * up): the call's generation, never 0, or -ETIMEDOUT at @deadline.  Every
  * slot is free before the generation comes round, lest a stale hog take a

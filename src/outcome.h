@@ -42,7 +42,8 @@ struct stop_outcome {
 };
 
 /* stop_machine() (@two false) or stop_two_cpus(@cpu1, @cpu2), and how it
- * went, into @o (and @rep, unless NULL); returns what they return. */
+ * went, into @o (unless NULL) and @rep (unless NULL); returns what they
+ * return. */
 __attribute__((visibility("hidden"))) int
 cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
 		     const cpu_set_t *cpus, bool two, unsigned int cpu1,

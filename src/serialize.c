@@ -18,6 +18,7 @@
  * not write), stops go unserialized; cpuhog_info.stop_serialized says so.
  */
 #include "internal.h"
+#include "outcome.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -103,7 +104,7 @@ static bool busy(void)
  * 0: locked; 1: no lock here (ENOLCK...); -ETIMEDOUT after four stop
  * timeouts, or one try while g_overdue: the caller stops unserialized.
  * No cancellation point: a nap cancelled would leave W held. */
-int cpuhog_i_stop_lock(uint64_t timeout_ns, bool *waited)
+static int lock(uint64_t timeout_ns, bool *waited)
 {
 	int fd = atomic_load_explicit(&g_fd, memory_order_relaxed);
 	bool huge = timeout_ns > NO_DEADLINE / 8;
@@ -138,10 +139,26 @@ int cpuhog_i_stop_lock(uint64_t timeout_ns, bool *waited)
 	return r;
 }
 
-void cpuhog_i_stop_unlock(void)
+/* The lock for a stop of @c, into @o.  Held past its bound or none here,
+ * the stop goes on unserialized; cpuhog_get_info() says the latter. */
+void cpuhog_i_stop_lock(struct ctx *c, struct stop_outcome *o)
+{
+	int r = lock(c->stop_timeout_ns, &o->lock_waited);
+
+	o->serialized = r == 0;
+	o->lock_waited_out = r == -ETIMEDOUT;
+	if (o->lock_waited)
+		atomic_fetch_add_explicit(&c->stop_lock_waits, 1,
+					  memory_order_relaxed);
+	if (r == 1)
+		atomic_store_explicit(&c->stop->serialized, false,
+				      memory_order_relaxed);
+}
+
+void cpuhog_i_stop_unlock(const struct stop_outcome *o)
 {
 	int fd = atomic_load_explicit(&g_fd, memory_order_relaxed);
 
-	if (fd >= 0)
+	if (o->serialized && fd >= 0)
 		ofd_lock(fd, F_UNLCK, M, 1);
 }

@@ -1,37 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * stop_machine() and stop_two_cpus(): the kernel's multi_cpu_stop() on the
- * hogs, one loop, kept so by two rules.  Stops never interleave: one
- * multi-CPU call at a time in a process (multi_lock), one stop at a time on
- * the machine (serialize.c, the kernel's stop_cpus_mutex), so no hog of a
- * stop waits behind another's.  And the set is fixed when the stop begins:
- * a hog found off its CPU aborts the rendezvous, and the call begins again
- * on the new set, at most STOP_TRIES times (as stop_two_cpus() retries).
+ * hogs, in one loop (stop_cpu()), kept so by two rules.  Stops never
+ * interleave: one multi-CPU call at a time in a process (multi_lock), one
+ * stop at a time on the machine (serialize.c, the kernel's
+ * stop_cpus_mutex).  And the set is fixed when the stop begins: a hog
+ * found off its CPU aborts the rendezvous, and the call begins again on
+ * the new set, at most STOP_TRIES times (as stop_two_cpus() retries).
  *
- * Each hog (stop_cpu()) acts on a phase, acknowledges it (the last
- * acknowledgement moves the word on) and waits for the next.  PREPARE: it
- * is on its CPU.  HOLD: all spin.  CHECK: each is still on its CPU, now
- * that all were held.  RUN: fn runs, after a last look.  EXIT: each
- * serializes its core.  TIMEDOUT, NOCPU: abandoned before RUN, fn ran
- * nowhere.  rules[] says what a waiter does on each event: the deadline
- * (stop_timeout_ns after the push or any hog's latest step: a guest's
- * vCPUs may run late in any phase); a lost hold (a hog off its CPU, or a
- * quiet one no longer pinned); fn past overrun_ns (it may be blocked on a
- * held CPU's thread).  Before RUN the stop gives up; in RUN the others
- * sleep until fn returns.  PREPARE spins, then sleeps: the caller may
- * still be queueing on this hog's CPU.
- *
- * The word is gen:32 | phase:8 | acknowledgements to come:24, and every
- * transition is a CAS on it, so HOLD -> RUN and an abandonment exclude
- * each other.  A stale hog of an abandoned call finds another generation
- * and leaves (cpuhog_i_multi_reserve() keeps generations from coming
- * round).  A hog spins only once all arrived, and only until the next
- * phase, the deadline or a lost hold.  Nothing here allocates or does I/O
- * but the lock's fcntl().  Model: tests/model/stop.pml.  Kernel entries
- * (tests/test_entries.c): the caller's lock, unlock and wakes; each hog's
- * futex wait and, where fn runs, its checks; while a hog is quiet, one
- * sched_getaffinity() per look, looks QUIET_NS apart and then ever
- * further for the whole stop.
+ * Each hog acts on a phase, acknowledges it (the last acknowledgement
+ * moves the word on) and waits for the next.  PREPARE: it is on its CPU.
+ * HOLD: all spin.  CHECK: each is still on its CPU, now that all were
+ * held.  RUN: fn.  EXIT: each serializes its core.  TIMEDOUT, NOCPU:
+ * abandoned before RUN, fn ran nowhere.  rules[] says what a waiter does
+ * on each event: the deadline (stop_timeout_ns after any hog's latest
+ * step), a lost hold (a hog off its CPU, or a quiet one no longer
+ * pinned), fn past overrun_ns.  The word is gen:32 | phase:8 | acks to
+ * come:24; every transition is a CAS on it, so HOLD -> RUN and an
+ * abandonment exclude each other, and a stale hog of an abandoned call
+ * finds another generation and leaves.  Nothing here allocates or does
+ * I/O.  Model: tests/model/stop.pml; kernel entries: tests/test_entries.c.
  */
 #include "internal.h"
 #include "probes.h"
@@ -46,7 +34,9 @@ enum { PH_PREPARE = 1, PH_HOLD, PH_CHECK, PH_RUN, PH_EXIT, PH_TIMEDOUT,
 enum { A_NONE, A_TIMEDOUT, A_NOCPU, A_SLEEP }; /* what an event does */
 
 static const struct {
-	bool sleeps; /* spins spin_ns, then sleeps (else spins, and looks) */
+	/* spins spin_ns, then sleeps (the caller may be queueing on this
+	 * CPU); else spins, and looks */
+	bool sleeps;
 	unsigned char deadline, lost, overrun;
 } rules[] = {
 	/*              sleeps  deadline    hold lost  fn overran */
@@ -99,19 +89,6 @@ static void abandon(struct stop_state *st, uint32_t gen, unsigned int why)
 		;
 }
 
-/* A step: the deadline is stop_timeout_ns from now, if later (relaxed:
- * a time, read at each look). */
-static void extend(struct stop_state *st)
-{
-	uint64_t d = RELAXED(&st->deadline);
-	uint64_t nd = cpuhog_i_deadline_in(st->ctx->stop_timeout_ns);
-
-	while (d < nd && !atomic_compare_exchange_weak_explicit(
-				 &st->deadline, &d, nd, memory_order_relaxed,
-				 memory_order_relaxed))
-		;
-}
-
 /* Whether the call's deadline has passed at @t; a look that finds it
  * more than LOOK_NS late counts in cpuhog_info.late_waits. */
 static bool past_deadline(struct stop_state *st, uint64_t t)
@@ -125,13 +102,21 @@ static bool past_deadline(struct stop_state *st, uint64_t t)
 	return true;
 }
 
-/* Acknowledge phase @ph of call @gen; the last one moves the word on. */
+/* Acknowledge phase @ph of call @gen; the last one moves the word on.
+ * Before RUN a step moves the deadline to stop_timeout_ns from now, if
+ * later (relaxed: a time, read at each look). */
 static void ack(struct stop_state *st, uint32_t gen, unsigned int ph)
 {
 	uint64_t v = LOAD(st), nv, t = ph == PH_CHECK ? cpuhog_i_now_ns() : 0;
+	uint64_t d = RELAXED(&st->deadline),
+		 nd = ph < PH_RUN ? cpuhog_i_deadline_in(st->ctx->stop_timeout_ns)
+				  : 0;
 
-	if (ph < PH_RUN && GEN(v) == gen)
-		extend(st);
+	while (GEN(v) == gen && d < nd &&
+	       !atomic_compare_exchange_weak_explicit(&st->deadline, &d, nd,
+						      memory_order_relaxed,
+						      memory_order_relaxed))
+		;
 	do {
 		if (GEN(v) != gen || PHASE(v) != ph)
 			return;
@@ -172,12 +157,10 @@ static bool claim(_Atomic uint64_t *at, uint64_t seen, uint64_t to)
 
 /* Whether call @gen's hold is lost: this hog is off its CPU, or the next
  * quiet hog (no look of its own for QUIET_NS) is no longer pinned.  The
- * looks are the whole stop's (next_look), not each quiet hog's, and each
- * waits twice as long as the last (look_gap): where vCPUs run in turns
- * all are quiet now and then, and the system calls would grow with N and
- * with the stop's length (a second in an overcommitted guest), not with
- * its logarithm.  A moved hog among spinning ones is the one quiet hog,
- * looked at within QUIET_NS, or within as long as the stop had waited. */
+ * looks are the stop's, not each quiet hog's, each twice as far from the
+ * last as the one before: where vCPUs run in turns all are quiet now and
+ * then, and the system calls grow with the logarithm of the stop's
+ * length, not with N times it. */
 static bool hold_lost(struct stop_state *st, struct hog *h, uint32_t gen,
 		      uint64_t now)
 {
@@ -219,7 +202,7 @@ static bool overran(struct stop_state *st, uint32_t gen, uint64_t now)
 	       release_hold(st, gen, STOP_OVERRUN);
 }
 
-/* A report's time (stop_machine_report()): the first one stands. */
+/* A report's time: the first one stands. */
 static void stamp(_Atomic uint64_t *at, uint64_t t)
 {
 	if (!RELAXED(at))
@@ -227,8 +210,8 @@ static void stamp(_Atomic uint64_t *at, uint64_t t)
 }
 
 /* Wait while call @gen is in phase @ph, doing what rules[@ph] says at
- * each look (LOOK_NS apart; where it sleeps, at each clock read);
- * returns the word that ended the wait. */
+ * each look (LOOK_NS apart, or where it sleeps at each wake-up); returns
+ * the word that ended the wait. */
 static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
 		      unsigned int ph)
 {
@@ -267,8 +250,7 @@ static uint64_t await(struct stop_state *st, struct hog *h, uint32_t gen,
 
 /* fn here if asked, or (any one CPU) by the first to claim it (relaxed:
  * CHECK -> RUN ordered all; load first so N hogs do not all write one
- * line).  Moved since CHECK, it leaves fn alone; moved under fn, the
- * hold ended. */
+ * line).  Moved since CHECK, no fn; moved under fn, the hold ended. */
 static void call_fn(struct stop_state *st, struct hog *h, uint32_t gen)
 {
 	bool check = !(h->ctx->flags & CPUHOG_F_NO_CHECKS);
@@ -319,8 +301,7 @@ static int stop_cpu(void *arg)
 			abandon(st, gen, PH_NOCPU);
 			break;
 		}
-		/* the sleep check's read now, while others arrive, not in
-		 * RUN where all wait */
+		/* the sleep check's read now, not in RUN where all wait */
 		if (ph == PH_PREPARE && !(h->ctx->flags & CPUHOG_F_NO_CHECKS) &&
 		    (st->fn_one || (h->slot.flags & W_F_RUNS_FN)))
 			cpuhog_i_sw_prime(h);
@@ -444,143 +425,96 @@ static int stop_once(struct ctx *c, struct sel *s, bool fn_one,
 	return stop_result(c, s, (uint32_t)gen, o);
 }
 
-/* A try's selection, in topology order: every usable hog (with
- * CPUHOG_CPUS left partial, only where our threads may go:
- * cpuhog_i_reach()), fn on those of @cpus (NULL: any one); or, @two,
- * @cpu1's (fn) and @cpu2's.  NULL: a CPU that must take part has no
- * usable hog, or @cpus is empty. */
-static struct sel *pick(struct ctx *c, size_t setsize, const cpu_set_t *cpus,
-			bool two, unsigned int cpu1, unsigned int cpu2)
+/* The stop of @s under multi_lock, begun again on a new selection while
+ * a CPU went away before fn ran, at most STOP_TRIES times. */
+static int stop_locked(struct ctx *c, struct sel *s, size_t setsize,
+		       const cpu_set_t *cpus, bool two, unsigned int cpu1,
+		       unsigned int cpu2, struct stop_outcome *o)
 {
-	size_t sz = CPU_ALLOC_SIZE(c->nr_cpu_ids);
-	struct sel *s = cpuhog_i_multi_sel(c);
-	unsigned int i, fns = 0;
+	int r = -EAGAIN;
 
-	for (i = 0; i < c->nr_hogs; i++) {
-		struct hog *h = c->by_topo[i];
-		bool need = two ? h->cpu == cpu1 || h->cpu == cpu2
-				: cpus && h->cpu < setsize * 8 &&
-					  CPU_ISSET_S(h->cpu, setsize, cpus);
-		bool f = two ? h->cpu == cpu1 : need;
-
-		if ((two && !need) || !cpuhog_i_hog_usable(c, h) ||
-		    (!two && c->partial &&
-		     !CPU_ISSET_S(h->cpu, sz, cpuhog_i_reach(c)))) {
-			if (need)
-				return NULL;
-			continue;
-		}
-		cpuhog_i_sel_add(s, h, f ? W_F_RUNS_FN : 0);
-		fns += f;
-	}
-	if (two ? s->n != 2
-		: !s->n || (cpus && (fns == 0 ||
-				     (int)fns != CPU_COUNT_S(setsize, cpus))))
-		return NULL;
-	return s;
-}
-
-/* The machine-wide lock.  Held past its bound (-ETIMEDOUT) or none here
- * (1), the stop goes on unserialized; info says the latter. */
-static void lock_machine(struct ctx *c, struct stop_outcome *o)
-{
-	int r = cpuhog_i_stop_lock(c->stop_timeout_ns, &o->lock_waited);
-
-	o->serialized = r == 0;
-	o->lock_waited_out = r == -ETIMEDOUT;
-	if (o->lock_waited)
-		COUNT_UP(&c->stop_lock_waits);
-	if (r == 1)
-		SET(&c->stop->serialized, false);
-}
-
-/* A stop (@two: of @cpu1 and @cpu2), begun again while a CPU went away
- * before fn ran; reported into @rep unless NULL. */
-int cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
-			 const cpu_set_t *cpus, bool two, unsigned int cpu1,
-			 unsigned int cpu2, struct stop_outcome *o,
-			 struct cpuhog_report *rep)
-{
-	struct sel *s;
-	struct ctx *c;
-	int r = 0;
-
-	if (cpuhog_i_stop_report_begin(o, rep) < 0)
-		return o->ret = -EINVAL;
-	if (!fn || (two && cpu1 == cpu2))
-		return cpuhog_i_stop_report_end(NULL, o, o->ret = -EINVAL);
-	if (cpuhog_i_self)
-		return cpuhog_i_stop_report_end(NULL, o, o->ret = -EDEADLK);
-	if (!(c = cpuhog_i_call_enter(&r)))
-		return cpuhog_i_stop_report_end(NULL, o, o->ret = r);
-	cpuhog_i_multi_lock(c, false);
-	/* the CPUs, the promise (no thread of ours where no hog is), then
-	 * the lock, whose wait has a bound of its own */
-	s = pick(c, setsize, cpus, two, cpu1, cpu2);
-	r = !s ? -ENOENT
-	    : !two && cpuhog_i_uncovered(c) && !(c->flags & CPUHOG_F_WEAK)
-		    ? -EPERM
-		    : cpuhog_i_call_exclusive(c);
-	if (r == 0)
-		lock_machine(c, o);
-	c->stop->fn = fn;
-	c->stop->data = data;
-	for (r = r < 0 ? r : -EAGAIN; r == -EAGAIN && o->tries < STOP_TRIES;) {
+	cpuhog_i_stop_lock(c, o);
+	while (r == -EAGAIN && o->tries < STOP_TRIES) {
 		if (o->tries) { /* the set changed: read reach anew */
 			c->reach_fresh = false;
-			s = pick(c, setsize, cpus, two, cpu1, cpu2);
+			s = cpuhog_i_stop_select(c, setsize, cpus, two, cpu1,
+						 cpu2);
 		}
 		r = s ? stop_once(c, s, !cpus && !two, o) : -ENOENT;
 		if (o->rep && s)
 			cpuhog_i_stop_report_try(s, o);
 	}
-	if (o->serialized)
-		cpuhog_i_stop_unlock();
-	o->ret = r == -EAGAIN ? -ENOENT : r;
-	if (o->rep) { /* the CPUs are let go: now /proc */
-		cpuhog_i_stop_report_end(c, o, o->ret);
-		cpuhog_i_stop_report_arm(c, NULL, false);
-	}
-	cpuhog_i_multi_unlock(c);
-	cpuhog_i_call_leave();
-	return o->ret;
+	cpuhog_i_stop_unlock(o);
+	return r == -EAGAIN ? -ENOENT : r;
 }
 
-/* The four calls, between two probes (@two: stop_two_cpus). */
-static int stop_probed(cpuhog_fn_t fn, void *data, size_t setsize,
-		       const cpu_set_t *cpus, bool two, unsigned int cpu1,
-		       unsigned int cpu2, struct cpuhog_report *rep)
+int cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
+			 const cpu_set_t *cpus, bool two, unsigned int cpu1,
+			 unsigned int cpu2, struct stop_outcome *o,
+			 struct cpuhog_report *rep)
 {
-	struct stop_outcome o;
+	struct stop_outcome own;
+	struct ctx *c = NULL;
+	struct sel *s;
 	int r;
 
+	o = o ? o : &own;
 	PROBE3(stop_entry, fn, two, rep != NULL);
-	r = cpuhog_i_stop_report(fn, data, setsize, cpus, two, cpu1, cpu2, &o,
-				 rep);
-	PROBE3(stop_return, r, o.tries, o.released);
+	r = cpuhog_i_stop_report_begin(o, rep) < 0 || !fn ||
+			    (two && cpu1 == cpu2)
+		    ? -EINVAL
+	    : cpuhog_i_self ? -EDEADLK
+			    : 0;
+	if (r == 0 && (c = cpuhog_i_call_enter(&r))) {
+		cpuhog_i_multi_lock(c, false);
+		c->stop->fn = fn;
+		c->stop->data = data;
+		/* the CPUs, the promise (no thread of ours where no hog is),
+		 * then the lock, whose wait has a bound of its own */
+		s = cpuhog_i_stop_select(c, setsize, cpus, two, cpu1, cpu2);
+		r = !s ? -ENOENT
+		    : !two && cpuhog_i_uncovered(c) &&
+				    !(c->flags & CPUHOG_F_WEAK)
+			    ? -EPERM
+			    : cpuhog_i_call_exclusive(c);
+		if (r == 0)
+			r = stop_locked(c, s, setsize, cpus, two, cpu1, cpu2, o);
+	}
+	cpuhog_i_stop_report_end(c, o, o->ret = r); /* CPUs let go: /proc */
+	if (c) {
+		if (o->rep)
+			cpuhog_i_stop_report_arm(c, NULL, false);
+		cpuhog_i_multi_unlock(c);
+		cpuhog_i_call_leave();
+	}
+	PROBE3(stop_return, r, o->tries, o->released);
 	return r;
 }
 
 int stop_machine(cpuhog_fn_t fn, void *data, size_t setsize,
 		 const cpu_set_t *cpus)
 {
-	return stop_probed(fn, data, setsize, cpus, false, 0, 0, NULL);
+	return cpuhog_i_stop_report(fn, data, setsize, cpus, false, 0, 0,
+				    NULL, NULL);
 }
 
 int stop_two_cpus(unsigned int cpu1, unsigned int cpu2, cpuhog_fn_t fn,
 		  void *arg)
 {
-	return stop_probed(fn, arg, 0, NULL, true, cpu1, cpu2, NULL);
+	return cpuhog_i_stop_report(fn, arg, 0, NULL, true, cpu1, cpu2, NULL,
+				    NULL);
 }
 
 int stop_machine_report(cpuhog_fn_t fn, void *data, size_t setsize,
 			const cpu_set_t *cpus, struct cpuhog_report *rep)
 {
-	return stop_probed(fn, data, setsize, cpus, false, 0, 0, rep);
+	return cpuhog_i_stop_report(fn, data, setsize, cpus, false, 0, 0,
+				    NULL, rep);
 }
 
 int stop_two_cpus_report(unsigned int cpu1, unsigned int cpu2, cpuhog_fn_t fn,
 			 void *arg, struct cpuhog_report *rep)
 {
-	return stop_probed(fn, arg, 0, NULL, true, cpu1, cpu2, rep);
+	return cpuhog_i_stop_report(fn, arg, 0, NULL, true, cpu1, cpu2, NULL,
+				    rep);
 }
