@@ -356,6 +356,34 @@ static pid_t queue_decoy(unsigned int cpu, int go)
 	return pid;
 }
 
+/* Whether /proc says @pid is in @state (its letter) and last ran on
+ * @cpu, within a bound: a guest forks, pins and wakes it late. */
+static bool comes_to(pid_t pid, char state, unsigned int cpu)
+{
+	uint64_t end = t_now() + t_bound(2000 * MS);
+	char path[64], buf[1024], *p;
+	int field;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	do {
+		buf[0] = 0;
+		if ((f = fopen(path, "r"))) {
+			if (!fgets(buf, sizeof(buf), f))
+				buf[0] = 0;
+			fclose(f);
+		}
+		p = strrchr(buf, ')');
+		for (field = 2; p && field < 39; field++)
+			p = strchr(p + 1, ' ');
+		if (p && strrchr(buf, ')')[2] == state &&
+		    strtoul(p + 1, NULL, 10) == cpu)
+			return true;
+		t_sleep_ms(1);
+	} while (t_now() < end);
+	return false;
+}
+
 /* One stop against a holder of @victim with a decoy queued behind it:
  * true if the report named the holder, the task that ran; false where
  * another process's stop had the stop lock (*@locked counts it). */
@@ -369,9 +397,10 @@ static bool names_running_holder(unsigned int victim, unsigned int *locked)
 
 	assert_int_equal(pipe(go), 0);
 	decoy = queue_decoy(victim, go[0]);
+	assert_true(comes_to(decoy, 'S', victim)); /* in its read */
 	t_hold_cpu(victim, 80 * t_slow() * t_many(), &pid);
-	assert_int_equal(write(go[1], "g", 1), 1); /* runnable, queued */
-	t_sleep_ms(1);
+	assert_int_equal(write(go[1], "g", 1), 1);
+	assert_true(comes_to(decoy, 'R', victim)); /* queued behind */
 	report_init(&rep);
 	r = stop_machine_report(spin, NULL, 0, NULL, &rep);
 	assert_int_equal(waitpid(pid, &status, 0), pid);

@@ -81,13 +81,16 @@ if [ "$(id -u)" = 0 ] && command -v chrt >/dev/null && command -v prlimit >/dev/
 	# Beside another process's stops, a stall may first wait for the
 	# machine-wide lock, up to one of theirs (it waits for the spinner
 	# too): 100 ms apart, the spinner's 700 ms covers that wait and the
-	# stall's own 200 ms timeout.
+	# stall's own 200 ms timeout; a guest's longer stop timeout (the
+	# stall honours CPUHOG_STOP_TIMEOUT_MS) makes it spin three of those.
+	stop_ms=${CPUHOG_STOP_TIMEOUT_MS:-200}
+	spin_us=$((stop_ms * 3500))
 	f=/tmp/cpuhog-stall-held.$$ go=/tmp/cpuhog-stall-go.$$
 	# held open read-write here: the spinner's open never waits for a
 	# writer, and the release's write never waits for a reader
 	rm -f "$go" && mkfifo "$go" && exec 3<>"$go"
-	taskset -c "$c0" timeout -s KILL 30 chrt -f 99 taskset -c "$c1" \
-		prlimit --rttime=700000:700000 sh -c "read x <$go; while :; do :; done" &
+	taskset -c "$c0" timeout -s KILL $((30 + spin_us / 100000)) chrt -f 99 taskset -c "$c1" \
+		prlimit --rttime=$spin_us:$spin_us sh -c "read x <$go; while :; do :; done" &
 	spinner=$!
 	# its execs at FIFO 99 over, asleep in its read, before the stall
 	# (in a guest they outlast a stop's timeout): timeout's child
@@ -101,7 +104,9 @@ if [ "$(id -u)" = 0 ] && command -v chrt >/dev/null && command -v prlimit >/dev/
 		sleep 0.01
 		n=$((n + 1))
 	done
-	"$B" stall -c all -D 5ms -i 100ms -l 6 >"$f" 2>&1 &
+	# 100 ms apart, or a guest's stall (seconds at 64 vCPUs) would run
+	# the next back to back, its hog on $c1 before the spinner spins
+	"$B" stall -c all -D 5ms -i $((100 * ${CPUHOG_TEST_SLOW:-1}))ms -l 6 >"$f" 2>&1 &
 	stall=$!
 	n=0
 	while ! grep -qsE "^stall 1:|stop_machine failed" "$f" && [ $n -lt 1000 ]; do sleep 0.01; n=$((n + 1)); done

@@ -406,8 +406,9 @@ int cmd_stall(int argc, char **argv)
 	/* without real time a stall of some CPUs is still a load (said
 	 * below); a stop of all is refused before it runs */
 	a.flags = CPUHOG_F_WEAK;
-	a.overrun_ns = o.len + 1000000000ull; /* long on purpose: no report */
-	a.stop_timeout_ns = 200000000ull;
+	/* long on purpose: no report; the stop timeout is the library's
+	 * default, 200 ms or the operator's CPUHOG_STOP_TIMEOUT_MS */
+	a.overrun_ns = o.len + 1000000000ull;
 	if (tool_start(&a) < 0) {
 		fprintf(stderr, "cpuhog stall: cannot start the hogs\n");
 		return EXIT_RUNTIME;
