@@ -95,14 +95,6 @@ static void put_cpu(struct stop_outcome *o, unsigned int k, unsigned int cpu,
 		};
 }
 
-/* Whether @h's multi-CPU slot is still queued (acquire: the work's
- * times and ran, before its DONE). */
-static bool slot_queued(struct hog *h)
-{
-	return (atomic_load_explicit(&h->slot.state, memory_order_acquire) &
-		W_STATE) == W_QUEUED;
-}
-
 /* A try's times, from the hogs of @s (the last try's stand). */
 void cpuhog_i_stop_report_try(const struct sel *s, struct stop_outcome *o)
 {
@@ -123,7 +115,7 @@ void cpuhog_i_stop_report_try(const struct sel *s, struct stop_outcome *o)
 
 		if (!o->pushed) { /* the reserve timed out: no times */
 			a = hd = out = 0;
-			f = slot_queued(h) ? CPUHOG_RC_MISSING : 0;
+			f = cpuhog_i_slot_queued(h) ? CPUHOG_RC_MISSING : 0;
 		}
 		f |= hd ? CPUHOG_RC_HELD : 0;
 		all_held = all_held && hd;
@@ -173,7 +165,7 @@ void cpuhog_i_call_report_hogs(const struct sel *s, bool pushed,
 	for (i = 0; i < s->n; i++) {
 		struct hog *h = s->hog[i];
 
-		if (slot_queued(h))
+		if (cpuhog_i_slot_queued(h))
 			f = CPUHOG_RC_MISSING;
 		else if (!pushed || !h->slot.ran)
 			f = 0;

@@ -217,6 +217,14 @@ struct sel {
 	unsigned int n;
 };
 
+/* Whether @h's multi-CPU slot is still queued (acquire: a finished
+ * work's ret, ran and times, before its DONE). */
+static inline bool cpuhog_i_slot_queued(const struct hog *h)
+{
+	return (atomic_load_explicit(&h->slot.state, memory_order_acquire) &
+		W_STATE) == W_QUEUED;
+}
+
 static inline void cpuhog_i_sel_add(struct sel *s, struct hog *h,
 				    uint32_t flags)
 {

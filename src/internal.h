@@ -171,10 +171,10 @@ HIDDEN bool cpuhog_i_pinned_to(size_t setsize, cpu_set_t *scratch,
 			       unsigned int cpu);
 HIDDEN int cpuhog_i_pin_to(size_t setsize, cpu_set_t *scratch,
 			   unsigned int cpu);
-HIDDEN int cpuhog_i_thread_start(pthread_t *t, pthread_attr_t *pa,
-				 size_t setsize, const cpu_set_t *one,
-				 const cpu_set_t *wide, void *(*fn)(void *),
-				 void *arg);
+HIDDEN int cpuhog_i_thread_start(pthread_t *t, size_t stack, size_t setsize,
+				 const cpu_set_t *one, const cpu_set_t *wide,
+				 void *(*fn)(void *), void *arg,
+				 const char *name);
 HIDDEN void cpuhog_i_obtain_priority(struct hog *h, int want);
 HIDDEN void cpuhog_i_serialize_core(void);
 HIDDEN void cpuhog_i_thread_switches(struct sw_count *out);

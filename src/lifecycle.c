@@ -16,7 +16,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,29 +85,6 @@ static void ctx_free(struct ctx *c)
 	free(c);
 }
 
-/* A thread of ours, named @name, with every signal blocked from birth;
- * affine to @one, or to every possible CPU while @one cannot be had
- * (1: see cpuhog_i_thread_start()). */
-static int thread_start(struct ctx *c, pthread_t *t, size_t stack,
-			const cpu_set_t *one, void *(*fn)(void *), void *arg,
-			const char *name)
-{
-	pthread_attr_t pa;
-	sigset_t all;
-	int r;
-
-	sigfillset(&all);
-	pthread_attr_init(&pa);
-	pthread_attr_setstacksize(&pa, stack);
-	pthread_attr_setsigmask_np(&pa, &all);
-	r = cpuhog_i_thread_start(t, &pa, CPU_ALLOC_SIZE(c->nr_cpu_ids), one,
-				  c->possible, fn, arg);
-	pthread_attr_destroy(&pa);
-	if (r >= 0)
-		pthread_setname_np(*t, name);
-	return r;
-}
-
 /*
  * The watcher sleeps until shutdown; its affinity, set to every possible
  * CPU, the kernel bounds by the cpuset and the active CPUs: where it may
@@ -129,8 +105,10 @@ static void *watch_main(void *arg)
 
 static int watch_start(struct ctx *c)
 {
-	int r = thread_start(c, &c->watcher, PTHREAD_STACK_MIN, c->possible,
-			     watch_main, c, "cpuhog-watch");
+	int r = cpuhog_i_thread_start(&c->watcher, PTHREAD_STACK_MIN,
+				      CPU_ALLOC_SIZE(c->nr_cpu_ids), c->possible,
+				      c->possible, watch_main, c,
+				      "cpuhog-watch");
 
 	if (r < 0)
 		return r;
@@ -305,8 +283,9 @@ static int hog_start(struct ctx *c, struct hog *h, unsigned int cpu)
 	CPU_ZERO_S(h->pin.masksize, h->pin.mask);
 	CPU_SET_S(cpu, h->pin.masksize, h->pin.mask);
 	snprintf(name, sizeof(name), "cpuhog/%u", cpu % 100000000u);
-	r = thread_start(c, &h->thread, c->stack_size, h->pin.mask,
-			 cpuhog_i_hog_main, h, name);
+	r = cpuhog_i_thread_start(&h->thread, c->stack_size, h->pin.masksize,
+				  h->pin.mask, c->possible, cpuhog_i_hog_main,
+				  h, name);
 	if (r < 0) {
 		free(h->pin.mask);
 		return r;

@@ -255,21 +255,13 @@ static uint32_t pending(struct ctx *c)
 					      memory_order_acquire);
 }
 
-/* relaxed: a stale QUEUED costs a spin turn, or a cpuhog_i_wake_hog()
- * that only loads a hog that is awake */
-static bool slot_queued(const struct hog *h)
-{
-	return (atomic_load_explicit(&h->slot.state, memory_order_relaxed) &
-		W_STATE) == W_QUEUED;
-}
-
 /* Spin only while our own CPU's hog has nothing left to do for us
  * (sched_getcpu()'s -1 has no hog). */
 static bool spin_ok(struct ctx *c)
 {
 	struct hog *h = cpuhog_i_hog_of(c, (unsigned int)sched_getcpu());
 
-	return !h || !slot_queued(h);
+	return !h || !cpuhog_i_slot_queued(h);
 }
 
 /* Wake the call's hogs still asleep on their queued slots, their parents
@@ -279,7 +271,7 @@ static void rescue(const struct sel *s)
 	unsigned int i;
 
 	for (i = 0; i < s->n; i++)
-		if (slot_queued(s->hog[i]))
+		if (cpuhog_i_slot_queued(s->hog[i]))
 			cpuhog_i_wake_hog(s->hog[i]);
 }
 

@@ -233,22 +233,39 @@ bool cpuhog_i_pinned_to(size_t setsize, cpu_set_t *scratch, unsigned int cpu)
 	       cpuhog_i_affine_only(0, setsize, scratch, cpu);
 }
 
-/* A thread with @pa pinned to @one's CPU or, where that cannot be had
- * now (EINVAL), on @wide's, to pin itself once its CPU is back: 0
- * (pinned), 1 (away) or a negative errno. */
-int cpuhog_i_thread_start(pthread_t *t, pthread_attr_t *pa, size_t setsize,
+/* A thread of ours, named @name: every signal blocked from birth, born
+ * SCHED_OTHER (a hog raises itself; a poller must not inherit real
+ * time), pinned to @one's CPU or, where that cannot be had now (EINVAL),
+ * on @wide's, to pin itself once its CPU is back: 0 (pinned), 1 (away)
+ * or a negative errno. */
+int cpuhog_i_thread_start(pthread_t *t, size_t stack, size_t setsize,
 			  const cpu_set_t *one, const cpu_set_t *wide,
-			  void *(*fn)(void *), void *arg)
+			  void *(*fn)(void *), void *arg, const char *name)
 {
+	pthread_attr_t pa;
+	sigset_t all;
+	bool away;
 	int r;
 
-	pthread_attr_setaffinity_np(pa, setsize, one);
-	r = pthread_create(t, pa, fn, arg);
-	if (r != EINVAL)
+	sigfillset(&all);
+	pthread_attr_init(&pa);
+	pthread_attr_setstacksize(&pa, stack);
+	pthread_attr_setsigmask_np(&pa, &all);
+	pthread_attr_setinheritsched(&pa, PTHREAD_EXPLICIT_SCHED);
+	pthread_attr_setschedpolicy(&pa, SCHED_OTHER);
+	pthread_attr_setschedparam(&pa, &(struct sched_param){ 0 });
+	pthread_attr_setaffinity_np(&pa, setsize, one);
+	r = pthread_create(t, &pa, fn, arg);
+	away = r == EINVAL;
+	if (away) {
+		pthread_attr_setaffinity_np(&pa, setsize, wide);
+		r = pthread_create(t, &pa, fn, arg);
+	}
+	pthread_attr_destroy(&pa);
+	if (r)
 		return -r;
-	pthread_attr_setaffinity_np(pa, setsize, wide);
-	r = pthread_create(t, pa, fn, arg);
-	return r ? -r : 1;
+	pthread_setname_np(*t, name);
+	return away;
 }
 
 /* Pin the calling thread to @cpu, where the kernel moves it before

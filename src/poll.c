@@ -19,7 +19,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -350,33 +349,22 @@ static struct poller *poller_new(struct hog *h)
 int cpuhog_i_poll_start(struct hog *h)
 {
 	struct poller *p = poller_new(h);
-	pthread_attr_t pa;
-	sigset_t all;
 	char name[16];
 	int r;
 
 	if (!p)
 		return -ENOMEM;
-	sigfillset(&all);
-	pthread_attr_init(&pa);
-	pthread_attr_setstacksize(&pa, PTHREAD_STACK_MIN + 16384);
-	pthread_attr_setsigmask_np(&pa, &all);
-	/* born SCHED_OTHER, not the creator's real time (resume()) */
-	pthread_attr_setinheritsched(&pa, PTHREAD_EXPLICIT_SCHED);
-	pthread_attr_setschedpolicy(&pa, SCHED_OTHER);
-	pthread_attr_setschedparam(&pa, &(struct sched_param){ 0 });
+	snprintf(name, sizeof(name), "cpuhog-p/%u", h->cpu % 1000000u);
 	/* away with its hog, where the CPU cannot be had now (poll_round()) */
-	r = cpuhog_i_thread_start(&p->thread, &pa, h->pin.masksize, p->mask,
-				  h->ctx->possible, poller_main, p);
-	pthread_attr_destroy(&pa);
+	r = cpuhog_i_thread_start(&p->thread, PTHREAD_STACK_MIN + 16384,
+				  h->pin.masksize, p->mask, h->ctx->possible,
+				  poller_main, p, name);
 	if (r < 0) {
 		poller_free(p);
 		return r;
 	}
 	atomic_store(&p->on, true);
 	h->poll = p;
-	snprintf(name, sizeof(name), "cpuhog-p/%u", h->cpu % 1000000u);
-	pthread_setname_np(p->thread, name);
 	return 0;
 }
 
