@@ -59,8 +59,9 @@ HIDDEN struct sel *cpuhog_i_stop_select(struct ctx *c, size_t setsize,
 					unsigned int cpu1, unsigned int cpu2);
 HIDDEN int64_t cpuhog_i_multi_reserve(struct ctx *c, const struct sel *s,
 				      uint64_t deadline);
-HIDDEN void cpuhog_i_multi_push(struct ctx *c, struct sel *s, uint32_t gen,
-				cpuhog_fn_t fn, void *arg, uint32_t flags);
+HIDDEN struct hog *cpuhog_i_multi_push(struct ctx *c, struct sel *s,
+				       uint32_t gen, cpuhog_fn_t fn, void *arg,
+				       uint32_t flags);
 HIDDEN int cpuhog_i_multi_wait(struct ctx *c, const struct sel *s,
 			       uint64_t deadline,
 			       int (*poll)(struct ctx *c, bool timed_out,

@@ -214,9 +214,10 @@ int64_t cpuhog_i_multi_reserve(struct ctx *c, const struct sel *s,
 }
 
 /* Queue fn(arg) on the hogs of @s under @gen, with @flags and each hog's
- * own, children before parents, then wake the tree's root (wake.c). */
-void cpuhog_i_multi_push(struct ctx *c, struct sel *s, uint32_t gen,
-			 cpuhog_fn_t fn, void *arg, uint32_t flags)
+ * own, children before parents; returns the tree's root, for the caller
+ * to wake (wake.c). */
+struct hog *cpuhog_i_multi_push(struct ctx *c, struct sel *s, uint32_t gen,
+				cpuhog_fn_t fn, void *arg, uint32_t flags)
 {
 	struct hog *root = cpuhog_i_wake_plan(c, s);
 	unsigned int i;
@@ -239,13 +240,11 @@ void cpuhog_i_multi_push(struct ctx *c, struct sel *s, uint32_t gen,
 				      memory_order_relaxed);
 		cpuhog_i_push_work(s->hog[i], w);
 	}
-	if (!root)
-		return;
 	/* a stop's remote wake first, to overlap the switch to our root */
-	if (root->tree.nkids && (flags & W_F_INTERNAL) &&
+	if (root && root->tree.nkids && (flags & W_F_INTERNAL) &&
 	    (int)root->cpu == sched_getcpu())
 		cpuhog_i_wake_hog(root->tree.kids[0]);
-	cpuhog_i_wake_hog(root);
+	return root;
 }
 
 static uint32_t pending(struct ctx *c)
@@ -323,7 +322,8 @@ static int run_selected(struct ctx *c, struct sel *s, uint32_t gen,
 
 	if (o)
 		cpuhog_i_call_report_arm(s);
-	cpuhog_i_multi_push(c, s, gen, fn, arg, o ? W_F_TIMED : 0);
+	cpuhog_i_wake_hog(
+		cpuhog_i_multi_push(c, s, gen, fn, arg, o ? W_F_TIMED : 0));
 	cpuhog_i_multi_wait(c, s, NO_DEADLINE, NULL);
 	for (i = 0; i < s->n; i++) {
 		struct hog *h = s->hog[i];

@@ -166,8 +166,9 @@ static int sync_pass(struct ctx *c, struct stop_outcome *o)
 		/* internal: a hog off its CPU runs it too (see nothing()) */
 		atomic_store_explicit(&c->sync_away, false,
 				      memory_order_relaxed);
-		cpuhog_i_multi_push(c, s, (uint32_t)gen, nothing, &c->sync_away,
-				    W_F_INTERNAL | (o ? W_F_TIMED : 0));
+		cpuhog_i_wake_hog(cpuhog_i_multi_push(
+			c, s, (uint32_t)gen, nothing, &c->sync_away,
+			W_F_INTERNAL | (o ? W_F_TIMED : 0)));
 		c->sync_left = s->n;
 		r = cpuhog_i_multi_wait(c, s, deadline, sync_poll);
 		away |= atomic_load_explicit(&c->sync_away,

@@ -8,18 +8,20 @@
  * found off its CPU aborts the rendezvous, and the call begins again on
  * the new set, at most STOP_TRIES times (as stop_two_cpus() retries).
  *
- * Each hog acts on a phase, acknowledges it (the last acknowledgement
- * moves the word on) and waits for the next.  PREPARE: it is on its CPU.
- * HOLD: all spin.  CHECK: each is still on its CPU, now that all were
- * held.  RUN: fn.  EXIT: each serializes its core.  TIMEDOUT, NOCPU:
- * abandoned before RUN, fn ran nowhere.  rules[] says what a waiter does
- * on each event: the deadline (stop_timeout_ns after any hog's latest
- * step), a lost hold (a hog off its CPU, or a quiet one no longer
- * pinned), fn past overrun_ns.  The word is gen:32 | phase:8 | acks to
- * come:24; every transition is a CAS on it, so HOLD -> RUN and an
- * abandonment exclude each other, and a stale hog of an abandoned call
- * finds another generation and leaves.  Nothing here allocates or does
- * I/O.  Model: tests/model/stop.pml; kernel entries: tests/test_entries.c.
+ * Each hog acts on a phase, acknowledges it (the last acknowledgement moves
+ * the word on) and waits for the next.  PREPARE: it is on its CPU.  HOLD:
+ * all spin.  CHECK: each is still on its CPU, now that all were held.  RUN:
+ * fn.  EXIT: each serializes its core.  TIMEDOUT, NOCPU: abandoned before
+ * RUN, fn ran nowhere.  The caller acknowledges PREPARE too, once it holds
+ * the machine-wide lock: the remote hogs wake meanwhile, and none spins in
+ * HOLD before.  rules[] says what a waiter does on each event: the deadline
+ * (stop_timeout_ns after any hog's latest step), a lost hold (a hog off its
+ * CPU, or a quiet one no longer pinned), fn past overrun_ns.  The word is
+ * gen:32 | phase:8 | acks to come:24; every transition is a CAS on it, so
+ * HOLD -> RUN and an abandonment exclude each other, and a stale hog of an
+ * abandoned call finds another generation and leaves.  Nothing here
+ * allocates or does I/O.  Model: tests/model/stop.pml; kernel entries:
+ * tests/test_entries.c.
  */
 #include "internal.h"
 #include "probes.h"
@@ -388,6 +390,7 @@ static int stop_once(struct ctx *c, struct sel *s, bool fn_one,
 	struct stop_state *st = c->stop;
 	uint64_t deadline = cpuhog_i_deadline_in(c->stop_timeout_ns);
 	int64_t gen = cpuhog_i_multi_reserve(c, s, deadline);
+	struct hog *root;
 	unsigned int i;
 
 	o->tries++;
@@ -408,10 +411,10 @@ static int stop_once(struct ctx *c, struct sel *s, bool fn_one,
 	for (i = 0; !fn_one && i < s->n; i++)
 		o->fn_want += !!(s->flags[i] & W_F_RUNS_FN);
 	st->fn_one = fn_one;
-	/* relaxed, all: the seq_cst pushes publish them.  The deadline is
-	 * set before the wakes: the caller, preempted by its own CPU's hog,
-	 * may not run again before the others spin in HOLD */
-	SET(&st->deadline, cpuhog_i_deadline_in(c->stop_timeout_ns));
+	/* relaxed, all: the seq_cst pushes publish them.  No deadline until
+	 * the caller's own acknowledgement of PREPARE (its count is n + 1):
+	 * the lock's wait is bounded apart */
+	SET(&st->deadline, NO_DEADLINE);
 	/* release_hold()'s order starts here: no earlier release is ours */
 	SET(&st->released, (uint32_t)gen - 1);
 	SET(&st->fn_claimed, 0);
@@ -419,21 +422,30 @@ static int stop_once(struct ctx *c, struct sel *s, bool fn_one,
 	SET(&st->run_at, 0);
 	SET(&st->look_gap, QUIET_NS);
 	SET(&st->n, s->n);
-	SET(&st->word, WORD(gen, PH_PREPARE, s->n));
-	cpuhog_i_multi_push(c, s, (uint32_t)gen, stop_cpu, st, W_F_INTERNAL);
+	SET(&st->word, WORD(gen, PH_PREPARE, s->n + 1));
+	root = cpuhog_i_multi_push(c, s, (uint32_t)gen, stop_cpu, st,
+				   W_F_INTERNAL);
+	/* the remote hogs wake meanwhile; none spins in HOLD before the
+	 * caller's acknowledgement, which comes once it holds the lock */
+	if (o->tries == 1)
+		cpuhog_i_stop_lock(c, o);
+	/* before the root's wake: the caller, preempted by its own CPU's
+	 * hog, may not run again before the others spin in HOLD */
+	SET(&st->deadline, cpuhog_i_deadline_in(c->stop_timeout_ns));
+	ack(st, (uint32_t)gen, PH_PREPARE);
+	cpuhog_i_wake_hog(root);
 	cpuhog_i_multi_wait(c, s, RELAXED(&st->deadline), stop_poll);
 	return stop_result(c, s, (uint32_t)gen, o);
 }
 
 /* The stop of @s under multi_lock, begun again on a new selection while
  * a CPU went away before fn ran, at most STOP_TRIES times. */
-static int stop_locked(struct ctx *c, struct sel *s, size_t setsize,
+static int stop_tries(struct ctx *c, struct sel *s, size_t setsize,
 		       const cpu_set_t *cpus, bool two, unsigned int cpu1,
 		       unsigned int cpu2, struct stop_outcome *o)
 {
 	int r = -EAGAIN;
 
-	cpuhog_i_stop_lock(c, o);
 	while (r == -EAGAIN && o->tries < STOP_TRIES) {
 		if (o->tries) { /* the set changed: read reach anew */
 			c->reach_fresh = false;
@@ -469,8 +481,8 @@ int cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
 		cpuhog_i_multi_lock(c, false);
 		c->stop->fn = fn;
 		c->stop->data = data;
-		/* the CPUs, the promise (no thread of ours where no hog is),
-		 * then the lock, whose wait has a bound of its own */
+		/* the CPUs, and the promise: no thread of ours where no hog
+		 * is */
 		s = cpuhog_i_stop_select(c, setsize, cpus, two, cpu1, cpu2);
 		r = !s ? -ENOENT
 		    : !two && cpuhog_i_uncovered(c) &&
@@ -478,7 +490,7 @@ int cpuhog_i_stop_report(cpuhog_fn_t fn, void *data, size_t setsize,
 			    ? -EPERM
 			    : cpuhog_i_call_exclusive(c);
 		if (r == 0)
-			r = stop_locked(c, s, setsize, cpus, two, cpu1, cpu2, o);
+			r = stop_tries(c, s, setsize, cpus, two, cpu1, cpu2, o);
 	}
 	cpuhog_i_stop_report_end(c, o, o->ret = r); /* CPUs let go: /proc */
 	if (c) {

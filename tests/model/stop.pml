@@ -29,6 +29,8 @@
  * sleeps or leaves; in PREPARE it sleeps.  With NOLOCK the two stops can
  * wedge each other: each holds a CPU the other's last hog needs, until
  * the deadline (run it with TIMEOUTS 0 to see spin find the deadlock).
+ * A caller wakes its hogs before it takes the lock, and acknowledges
+ * PREPARE (n + 1 acknowledgements) only once it holds it.
  *
  * Checked: fn runs only in RUN of its own call, while every CPU of the
  * call is held by it or the hold was released; an outcome of 0 only if fn
@@ -178,18 +180,24 @@ proctype hog(byte p; byte i; byte g)
 	}
 }
 
-/* stop_once(): call g of process p on its first n hogs */
+/* stop_once(): call g of process p on its first n hogs, which it wakes
+ * before it takes the machine-wide lock (once per process here); its own
+ * acknowledgement of PREPARE (the count is n + 1) comes after */
 inline call(p, g, n, fn_want)
 {
 	fn_runs[p] = 0;
 	released[p] = false;
 	n_of[p] = n;
-	atomic { w_gen[p] = g; w_ph[p] = PREPARE; w_cnt[p] = n };
+	atomic { w_gen[p] = g; w_ph[p] = PREPARE; w_cnt[p] = n + 1 };
 	k = 0;
 	do
 	:: k < n -> run hog(p, k, g); k++
 	:: else -> break
 	od;
+#if PROCS == 2 && !defined(NOLOCK)
+	atomic { lock == 0 -> lock = p + 1 };
+#endif
+	ack(p, g, PREPARE);
 	/* multi_wait() with stop_poll(): all done, or abandoned */
 	do
 	:: w_ph[p] == EXIT && (n < 1 || done[R(p, g, 0)]) &&
@@ -238,9 +246,6 @@ proctype caller(byte p)
 	bool any, all;
 
 	want[R(p, 1, 0)] = true;
-#ifndef NOLOCK
-	atomic { lock == 0 -> lock = p + 1 };
-#endif
 	call(p, 1, 2, 1);
 	lock = 0;
 	done[R(p, 1, 0)] && done[R(p, 1, 1)];
