@@ -187,7 +187,6 @@ struct sel *cpuhog_i_stop_select(struct ctx *c, size_t setsize,
 	return s;
 }
 
-
 /* Reserve the slots of @s (one may be queued still from a stop that gave
  * up): the call's generation, never 0, or -ETIMEDOUT at @deadline.  Every
  * slot is free before the generation comes round, lest a stale hog take a
