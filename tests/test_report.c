@@ -361,23 +361,16 @@ static pid_t queue_decoy(unsigned int cpu, int go)
 static bool comes_to(pid_t pid, char state, unsigned int cpu)
 {
 	uint64_t end = t_now() + t_bound(2000 * MS);
-	char path[64], buf[1024], *p;
+	char path[64], buf[1024], *name_end, *p;
 	int field;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
 	do {
-		buf[0] = 0;
-		if ((f = fopen(path, "r"))) {
-			if (!fgets(buf, sizeof(buf), f))
-				buf[0] = 0;
-			fclose(f);
-		}
-		p = strrchr(buf, ')');
+		t_slurp(path, buf, sizeof(buf));
+		p = name_end = strrchr(buf, ')');
 		for (field = 2; p && field < 39; field++)
 			p = strchr(p + 1, ' ');
-		if (p && strrchr(buf, ')')[2] == state &&
-		    strtoul(p + 1, NULL, 10) == cpu)
+		if (p && name_end[2] == state && strtoul(p + 1, NULL, 10) == cpu)
 			return true;
 		t_sleep_ms(1);
 	} while (t_now() < end);
